@@ -1,0 +1,43 @@
+"""Hypothesis settings profiles, chosen by the HYPOTHESIS_PROFILE environment variable.
+
+- ``dev`` (the default): few examples, quick feedback while editing.
+- ``ci``: derandomized, so a run is the same on every machine; no deadline, no database.
+- ``nightly``: many examples, the example database kept under ``reports/.hypothesis`` so
+  failures found one night are replayed first the next.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+pytest_plugins = ["pytester"]
+
+PROFILE_ENV = "HYPOTHESIS_PROFILE"
+EXAMPLE_DATABASE = Path(__file__).parent / "reports" / ".hypothesis"
+
+settings.register_profile("dev", max_examples=20, deadline=None)
+settings.register_profile(
+    "ci", max_examples=100, deadline=None, derandomize=True, database=None, print_blob=True
+)
+settings.register_profile(
+    "nightly",
+    max_examples=2000,
+    deadline=None,
+    database=DirectoryBasedExampleDatabase(EXAMPLE_DATABASE),
+)
+PROFILES = ("dev", "ci", "nightly")
+_requested = os.environ.get(PROFILE_ENV, "dev")
+if _requested in PROFILES:
+    settings.load_profile(_requested)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _requested not in PROFILES:
+        raise pytest.UsageError(
+            f"{PROFILE_ENV}={_requested!r} is not a profile; choose one of {', '.join(PROFILES)}"
+        )

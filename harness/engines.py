@@ -1,0 +1,150 @@
+"""Engines: what executes a batch from a device pointer table.
+
+- ``triton``: a batch copy kernel that loads each pointer from the table itself; compiled on
+  GPUs, run by the Triton interpreter on CPU tensors.
+- ``torch``: one ``Tensor.copy_`` per entry, each address resolved through the allocation
+  registry; runs on every backend.
+- ``ctypes``: ``ctypes.memmove`` per entry, on CPU.
+
+Before any engine runs, :func:`admit` reads the device table as the engine will see it and
+checks every entry with a non-zero size against the live allocations. An entry that points
+anywhere else raises :class:`~harness.errors.UnsafeDereference`: the harness never hands a
+synthetic address to anything that would dereference it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Protocol
+
+from harness.addresses import to_hex
+from harness.allocations import Allocation, AllocationRegistry
+from harness.backends import Backend
+from harness.tables import PointerTable
+
+TRITON_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class AdmittedCopy:
+    """A copy the guard let through: both ranges lie inside live allocations."""
+
+    src: int
+    dst: int
+    nbytes: int
+    src_allocation: Allocation
+    src_offset: int
+    dst_allocation: Allocation
+    dst_offset: int
+
+    def __repr__(self) -> str:
+        return f"AdmittedCopy({to_hex(self.src)} -> {to_hex(self.dst)}, {self.nbytes} bytes)"
+
+
+def admit(table: PointerTable, n: int, registry: AllocationRegistry) -> list[AdmittedCopy]:
+    """Check the first ``n`` device-table entries against ``registry``; return the copies to
+    make. Zero-size entries are no-ops and are left out; any other entry must lie inside live
+    allocations at both ends, or :class:`~harness.errors.UnsafeDereference` is raised."""
+    admitted = []
+    for src, dst, nbytes in table.device_entries(n):
+        if nbytes == 0:
+            continue
+        src_allocation, src_offset = registry.find(src, nbytes)
+        dst_allocation, dst_offset = registry.find(dst, nbytes)
+        admitted.append(
+            AdmittedCopy(src, dst, nbytes, src_allocation, src_offset, dst_allocation, dst_offset)
+        )
+    return admitted
+
+
+class Engine(Protocol):
+    """What an engine provides."""
+
+    name: str
+
+    def unavailable_reason(self, backend: Backend) -> str | None:
+        """``None`` if the engine can run on ``backend``, else why not."""
+        ...
+
+    def execute(
+        self, table: PointerTable, n: int, registry: AllocationRegistry
+    ) -> list[AdmittedCopy]:
+        """Copy the first ``n`` entries of the device table; return what it dereferenced."""
+        ...
+
+
+class TorchEngine:
+    name = "torch"
+
+    def unavailable_reason(self, backend: Backend) -> str | None:
+        return None
+
+    def execute(
+        self, table: PointerTable, n: int, registry: AllocationRegistry
+    ) -> list[AdmittedCopy]:
+        copies = admit(table, n, registry)
+        for c in copies:
+            dst = c.dst_allocation.payload[c.dst_offset : c.dst_offset + c.nbytes]
+            dst.copy_(c.src_allocation.payload[c.src_offset : c.src_offset + c.nbytes])
+        return copies
+
+
+class CtypesEngine:
+    name = "ctypes"
+
+    def unavailable_reason(self, backend: Backend) -> str | None:
+        if backend.device.type != "cpu":
+            return "ctypes dereferences host memory; it runs on cpu only"
+        return None
+
+    def execute(
+        self, table: PointerTable, n: int, registry: AllocationRegistry
+    ) -> list[AdmittedCopy]:
+        copies = admit(table, n, registry)
+        for c in copies:
+            ctypes.memmove(c.dst, c.src, c.nbytes)
+        return copies
+
+
+class TritonEngine:
+    name = "triton"
+
+    def unavailable_reason(self, backend: Backend) -> str | None:
+        if importlib.util.find_spec("triton") is None:
+            return "triton is not installed (pip install 'ptrport[triton]')"
+        try:
+            from harness import triton_copy
+        except Exception as exc:
+            return f"triton failed to import: {type(exc).__name__}: {exc}".splitlines()[0]
+        if backend.device.type == "cpu":
+            return None
+        if not backend.addresses_are_device_pointers:
+            return f"data_ptr() on {backend.name} is not a device address a kernel can use"
+        try:
+            target = triton_copy.driver_backend()
+        except Exception as exc:
+            return f"triton has no driver here: {type(exc).__name__}: {exc}".splitlines()[0]
+        expected = {"cuda": ("cuda", "hip"), "xpu": ("xpu",)}.get(backend.device.type, ())
+        if target not in expected:
+            return f"triton's active driver is {target!r}, not one for {backend.name}"
+        return None
+
+    def execute(
+        self, table: PointerTable, n: int, registry: AllocationRegistry
+    ) -> list[AdmittedCopy]:
+        from harness import triton_copy
+
+        copies = admit(table, n, registry)
+        if n == 0:
+            return copies
+        on_cpu = table.backend.device.type == "cpu"
+        interpret = on_cpu or os.environ.get(triton_copy.INTERPRET_ENV) == "1"
+        kernel = triton_copy.batch_copy_kernel(interpret)
+        kernel[(n,)](table.src.device, table.dst.device, table.sizes.device, BLOCK=TRITON_BLOCK)
+        return copies
+
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (TritonEngine(), TorchEngine(), CtypesEngine())}

@@ -1,0 +1,469 @@
+"""The pytest plugin: options, configuration, parametrization and the hooks that collect results.
+
+Scenario tests ask for the ``backend`` and ``subject`` arguments; the plugin parametrizes them
+over the selected backends and subjects, marks controls as expected failures where their bug
+must show, and writes one platform report at the end of the run. The work is in the modules it
+calls; the state of a run lives in one :class:`PtrportRun` registered with the plugin manager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import re
+import secrets
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import seed as hypothesis_seed
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from harness.backends import (
+    Backend,
+    BackendSelection,
+    load_backends,
+    parse_backend_spec,
+)
+from harness.errors import UnknownName
+from harness.fingerprint import (
+    check_platform_id,
+    default_platform_id,
+    platform_fingerprint,
+    platform_id_from_env,
+)
+from harness.records import Outcome, Result, describe_example, exception_message
+from harness.report import RunInfo, build_report, write_report
+from harness.subjects import Subject, builtin_subjects, parse_subject_spec
+
+BACKEND_ARG = "backend"
+SUBJECT_ARG = "subject"
+SCENARIO_PREFIX = "test_"
+
+
+def _backend_option(value: str) -> BackendSelection:
+    try:
+        return parse_backend_spec(value, load_backends())
+    except UnknownName as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _subject_option(value: str) -> tuple[str, ...]:
+    try:
+        return parse_subject_spec(value, builtin_subjects())
+    except UnknownName as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _platform_option(value: str) -> str:
+    try:
+        return check_platform_id(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ptrport", "ptrport: device addresses in tensors")
+    group.addoption(
+        "--backend",
+        dest="ptrport_backend",
+        default="available",
+        type=_backend_option,
+        metavar="NAME[,NAME]|all|available",
+        help="backends to run on (default: available). A backend named here but not present "
+        "fails the run; 'all' records missing ones as unavailable.",
+    )
+    group.addoption(
+        "--subject",
+        dest="ptrport_subject",
+        default=None,
+        type=_subject_option,
+        metavar="NAME[,NAME]",
+        help="subjects to test (default: every built-in one, controls included)",
+    )
+    group.addoption(
+        "--report-dir",
+        dest="ptrport_report_dir",
+        default="reports",
+        metavar="DIR",
+        help="where the platform report is written (default: reports)",
+    )
+    group.addoption(
+        "--platform-name",
+        dest="ptrport_platform",
+        default=None,
+        type=_platform_option,
+        metavar="ID",
+        help="the platform id the report is filed under "
+        "(default: $PTRPORT_PLATFORM, else derived from the backends and devices)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(PtrportRun.from_config(config), PtrportRun.NAME)
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """What a collected scenario item checks, without pytest objects."""
+
+    check: str
+    scenario: str
+    backend: Backend
+    subject: Subject | None
+    unavailable: str | None
+
+
+_CHECK_INFO = pytest.StashKey[CheckInfo]()
+
+
+@dataclass
+class _Pending:
+    """A result being assembled from an item's setup, call and teardown reports."""
+
+    outcome: Outcome | None = None
+    message: str | None = None
+    example: dict[str, Any] | None = None
+    duration_s: float = 0.0
+
+
+@dataclass
+class _ExampleLog:
+    """What the current item's Hypothesis examples were: how many, and the last one's inputs
+    (after a failure, Hypothesis replays the minimal example last)."""
+
+    count: int = 0
+    last: dict[str, Any] | None = None
+
+
+class _RecordingData:
+    """Stands in for Hypothesis's ``st.data()`` object and remembers what was drawn."""
+
+    def __init__(self, data: Any, draws: dict[str, Any]) -> None:
+        self._data = data
+        self._draws = draws
+
+    def draw(self, strategy: Any, label: Any = None) -> Any:
+        value = self._data.draw(strategy, label)
+        self._draws[str(label) if label is not None else f"draw_{len(self._draws) + 1}"] = value
+        return value
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
+@dataclass
+class PtrportRun:
+    """The state of one pytest run as the plugin sees it."""
+
+    NAME = "ptrport-run"
+
+    config: pytest.Config
+    selection: BackendSelection
+    backends: list[Backend]
+    subjects: dict[str, Subject]
+    platform_id: str
+    report_dir: Path
+    run_seed: str
+    started: float = field(default_factory=time.time)
+    results: list[Result] = field(default_factory=list)
+    report_path: Path | None = None
+    _pending: dict[str, _Pending] = field(default_factory=dict)
+    _examples: _ExampleLog = field(default_factory=_ExampleLog)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> PtrportRun:
+        known = load_backends()
+        selection: BackendSelection = config.getoption("ptrport_backend")
+        backends = selection.resolve(known)
+        if selection.explicit:
+            for backend in backends:
+                if not backend.is_available():
+                    raise pytest.UsageError(
+                        f"backend {backend.name} is not available: {backend.unavailable_reason}"
+                    )
+        everything = builtin_subjects()
+        names = config.getoption("ptrport_subject") or tuple(everything)
+        platform_id = (
+            config.getoption("ptrport_platform")
+            or _platform_from_env()
+            or default_platform_id(backends)
+        )
+        report_dir = config.invocation_params.dir / config.getoption("ptrport_report_dir")
+        return cls(
+            config=config,
+            selection=selection,
+            backends=backends,
+            subjects={name: everything[name] for name in names},
+            platform_id=platform_id,
+            report_dir=report_dir,
+            run_seed=_run_seed(config),
+        )
+
+    # -- header ---------------------------------------------------------------------------
+
+    def pytest_report_header(self) -> list[str]:
+        present = [b.name for b in self.backends if b.is_available()]
+        missing = [
+            f"{b.name} ({b.unavailable_reason})" for b in self.backends if not b.is_available()
+        ]
+        controls = [name for name, s in self.subjects.items() if s.exposed_by]
+        lines = [
+            f"ptrport: platform {self.platform_id}, report "
+            f"{self.report_dir / (self.platform_id + '.json')}",
+            f"ptrport: backends {', '.join(present) or 'none'}"
+            + (f"; unavailable: {'; '.join(missing)}" if missing else ""),
+            f"ptrport: subjects {', '.join(self.subjects)}"
+            + (f" (controls: {', '.join(controls)})" if controls else ""),
+            f"ptrport: hypothesis profile {_profile_name()}, seed {self.run_seed}",
+        ]
+        return lines
+
+    # -- collection -----------------------------------------------------------------------
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if BACKEND_ARG in metafunc.fixturenames:
+            metafunc.parametrize(
+                BACKEND_ARG, self.backends, ids=[b.name for b in self.backends], scope="session"
+            )
+        if SUBJECT_ARG in metafunc.fixturenames:
+            subjects = list(self.subjects.values())
+            metafunc.parametrize(
+                SUBJECT_ARG, subjects, ids=[s.name for s in subjects], scope="session"
+            )
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            info = _check_info(item)
+            if info is None:
+                continue
+            item.stash[_CHECK_INFO] = info
+            if info.unavailable:
+                item.add_marker(pytest.mark.skip(reason=f"unavailable: {info.unavailable}"))
+            elif info.subject is not None and info.scenario in info.subject.exposed_by:
+                item.add_marker(
+                    pytest.mark.xfail(
+                        strict=True,
+                        reason=f"control {info.subject.name} must fail here: "
+                        f"{info.subject.description}",
+                    )
+                )
+
+    # -- running --------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        info = item.stash.get(_CHECK_INFO, None)
+        self._examples = _ExampleLog()
+        if info is not None and _is_hypothesis_test(item):
+            function = item.obj  # type: ignore[attr-defined]
+            # The same seed for a check on every backend and subject: Hypothesis would
+            # otherwise derive it from the node id, which names the backend.
+            hypothesis_seed(_check_seed(self.run_seed, info.check))(function)
+            self._record_examples(function, item)
+        return (yield)
+
+    def _record_examples(self, function: Any, item: pytest.Item) -> None:
+        handle = function.hypothesis
+        inner = getattr(handle.inner_test, "__ptrport_unwrapped__", handle.inner_test)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        log = self._examples
+
+        @functools.wraps(inner)
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            log.count += 1
+            draws: dict[str, Any] = {}
+            generated = {}
+            for name, value in kwargs.items():
+                if name in fixtures:
+                    continue
+                if isinstance(value, st.DataObject):
+                    kwargs[name] = _RecordingData(value, draws)
+                else:
+                    generated[name] = value
+            log.last = generated
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                generated.update(draws)
+
+        recording.__ptrport_unwrapped__ = inner  # type: ignore[attr-defined]
+        handle.inner_test = recording
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        info = item.stash.get(_CHECK_INFO, None)
+        if info is not None:
+            self._observe(item, info, call, report)
+        return report
+
+    def _observe(
+        self,
+        item: pytest.Item,
+        info: CheckInfo,
+        call: pytest.CallInfo[None],
+        report: pytest.TestReport,
+    ) -> None:
+        pending = self._pending.setdefault(item.nodeid, _Pending())
+        pending.duration_s += report.duration
+        outcome, message = _classify(report, call, info)
+        first = outcome is not None and pending.outcome is None
+        if first or (outcome == Outcome.ERROR and pending.outcome == Outcome.PASSED):
+            pending.outcome, pending.message = outcome, message
+            if outcome in (Outcome.FAILED, Outcome.XFAILED) and self._examples.last is not None:
+                pending.example = describe_example(self._examples.last)
+        if report.when == "teardown":
+            del self._pending[item.nodeid]
+            self.results.append(
+                Result(
+                    check=info.check,
+                    scenario=info.scenario,
+                    subject=info.subject.name if info.subject is not None else None,
+                    backend=info.backend.name,
+                    outcome=pending.outcome or Outcome.PASSED,
+                    message=pending.message,
+                    example=pending.example,
+                    examples=self._examples.count,
+                    duration_s=pending.duration_s,
+                    nodeid=item.nodeid,
+                )
+            )
+
+    # -- the report -----------------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.results:
+            return
+        finished = time.time()
+        run = RunInfo(
+            started=_iso(self.started),
+            finished=_iso(finished),
+            duration_s=finished - self.started,
+            hypothesis_profile=_profile_name(),
+            seed=self.run_seed,
+            backend_spec=self.selection.spec,
+            subjects=tuple(self.subjects),
+            argv=tuple(self.config.invocation_params.args),
+        )
+        report = build_report(
+            platform_id=self.platform_id,
+            fingerprint=platform_fingerprint(self.backends),
+            run=run,
+            results=self.results,
+        )
+        self.report_path = write_report(report, self.report_dir)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report_path is None:
+            return
+        counted: dict[str, int] = {}
+        for r in self.results:
+            counted[r.outcome.value] = counted.get(r.outcome.value, 0) + 1
+        summary = ", ".join(f"{n} {o}" for o, n in counted.items())
+        terminalreporter.write_line(
+            f"ptrport: {len(self.results)} results ({summary}) written to {self.report_path}"
+        )
+
+
+def _classify(
+    report: pytest.TestReport, call: pytest.CallInfo[None], info: CheckInfo
+) -> tuple[Outcome | None, str | None]:
+    """The outcome one phase's report contributes, with its message."""
+    excinfo = call.excinfo
+    message = exception_message(excinfo.value) if excinfo is not None else None
+    if report.when != "call":
+        if report.failed:
+            return Outcome.ERROR, f"in {report.when}: {message}"
+        if report.skipped:
+            if info.unavailable:
+                return Outcome.UNAVAILABLE, info.unavailable
+            return Outcome.SKIPPED, _skip_reason(report)
+        return None, None
+    if hasattr(report, "wasxfail"):
+        if report.skipped:
+            return Outcome.XFAILED, message
+        return Outcome.XPASSED, f"expected to fail and passed: {report.wasxfail}"
+    if report.failed:
+        if str(report.longrepr).startswith("[XPASS(strict)]"):
+            return Outcome.XPASSED, f"expected to fail and passed: {report.longrepr}"
+        return Outcome.FAILED, message
+    if report.skipped:
+        return Outcome.SKIPPED, _skip_reason(report)
+    return Outcome.PASSED, None
+
+
+def _skip_reason(report: pytest.TestReport) -> str | None:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr) if longrepr else None
+
+
+def _check_info(item: pytest.Item) -> CheckInfo | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or BACKEND_ARG not in callspec.params:
+        return None
+    backend: Backend = callspec.params[BACKEND_ARG]
+    subject: Subject | None = callspec.params.get(SUBJECT_ARG)
+    scenario = item.path.stem.removeprefix(SCENARIO_PREFIX)
+    name = getattr(item, "originalname", item.name)
+    others = callspec.id
+    for ours in (backend.name, subject.name if subject is not None else None):
+        if ours is not None:
+            others = re.sub(f"(^|-){re.escape(ours)}(-|$)", "-", others, count=1)
+    others = others.strip("-")
+    check = f"{scenario}::{name}" + (f"[{others}]" if others else "")
+    unavailable = None
+    if not backend.is_available():
+        unavailable = f"{backend.name}: {backend.unavailable_reason}"
+    elif subject is not None:
+        reason = subject.unavailable_reason(backend)
+        if reason:
+            unavailable = f"{subject.name} on {backend.name}: {reason}"
+    return CheckInfo(check, scenario, backend, subject, unavailable)
+
+
+def _is_hypothesis_test(item: pytest.Item) -> bool:
+    handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+    return handle is not None and hasattr(handle, "inner_test")
+
+
+def _check_seed(run_seed: str, check: str) -> int:
+    digest = hashlib.sha256(f"{run_seed}\0{check}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _run_seed(config: pytest.Config) -> str:
+    given = config.getoption("hypothesis_seed", None)
+    if given is not None:
+        return str(given)
+    if hypothesis_settings().derandomize:
+        return "derandomized"
+    return str(secrets.randbits(32))
+
+
+def _profile_name() -> str:
+    get_name: Callable[[], str] | None = getattr(
+        hypothesis_settings, "get_current_profile_name", None
+    )
+    return get_name() if get_name is not None else "unknown"
+
+
+def _platform_from_env() -> str | None:
+    try:
+        return platform_id_from_env()
+    except ValueError as exc:
+        raise pytest.UsageError(f"PTRPORT_PLATFORM: {exc}") from None
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")

@@ -1,0 +1,106 @@
+"""Results: the outcome of one check for one subject on one backend, as plain data.
+
+Nothing here knows about pytest; the plugin turns its reports into :class:`Result` values.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from harness.addresses import to_hex
+
+
+class Outcome(enum.StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    XFAILED = "xfailed"
+    """A control's bug was caught where it must be."""
+    XPASSED = "xpassed"
+    """A control passed where its bug must show: the harness has gone blind."""
+    SKIPPED = "skipped"
+    UNAVAILABLE = "unavailable"
+    ERROR = "error"
+    CRASHED = "crashed"
+
+
+@dataclass(frozen=True)
+class Result:
+    check: str
+    """The check's id without the backend or subject, e.g. ``table_round_trip::test_x``."""
+    scenario: str
+    subject: str | None
+    backend: str
+    outcome: Outcome
+    message: str | None = None
+    example: dict[str, Any] | None = None
+    """The minimal falsifying example for failures, addresses in hex."""
+    examples: int = 0
+    """How many times Hypothesis ran the check's body (generation and shrinking)."""
+    duration_s: float = 0.0
+    nodeid: str = ""
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "scenario": self.scenario,
+            "subject": self.subject,
+            "backend": self.backend,
+            "outcome": self.outcome.value,
+            "message": self.message,
+            "example": self.example,
+            "examples": self.examples,
+            "duration_s": round(self.duration_s, 6),
+            "nodeid": self.nodeid,
+        }
+
+
+def _is_address_key(key: str) -> bool:
+    lowered = key.lower()
+    return "address" in lowered or lowered in ("src", "dst") or lowered.endswith("_ptr")
+
+
+def describe(value: Any, key: str = "") -> Any:
+    """``value`` as JSON-ready data: harness objects by their ``to_record()``, addresses (ints
+    under a key that names an address) in hex, containers element by element."""
+    to_record = getattr(value, "to_record", None)
+    if callable(to_record):
+        return to_record()
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return value
+    if isinstance(value, int):
+        return to_hex(value) if _is_address_key(key) and value >= 0 else value
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, Mapping):
+        return {str(k): describe(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [describe(v, key) for v in value]
+    return repr(value)
+
+
+def describe_example(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs of one Hypothesis example, by argument name."""
+    return {name: describe(value, name) for name, value in values.items()}
+
+
+def exception_message(exc: BaseException) -> str:
+    """``Type: first line`` of an exception; for a group, of its first leaf and how many more."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = _leaves(exc)
+        more = f" (and {len(leaves) - 1} more distinct failures)" if len(leaves) > 1 else ""
+        return exception_message(leaves[0]) + more
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found

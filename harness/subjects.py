@@ -1,0 +1,112 @@
+"""Subjects: the code under test. It creates a pointer table, stages a batch into it, transfers
+it, executes it with an engine and reads back what the device holds.
+
+The built-in subjects are encoding x engine, named ``uint64/triton``, ``int64-bitcast/torch``,
+``int64/ctypes`` and so on. Those on the ``int64`` encoding are controls: they carry a known bug,
+and the scenarios in their ``exposed_by`` must catch it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from harness.allocations import AllocationRegistry
+from harness.backends import Backend
+from harness.batches import Batch
+from harness.engines import ENGINES, AdmittedCopy, Engine
+from harness.errors import HarnessError, UnknownName
+from harness.tables import ENCODINGS, Encoding, PointerTable
+
+
+class Subject(Protocol):
+    """What a subject provides. ``create`` starts afresh; the other steps act on what it made."""
+
+    name: str
+    description: str
+    exposed_by: frozenset[str]
+    """Scenarios that must catch this subject's bug; empty for a subject that should pass."""
+
+    def unavailable_reason(self, backend: Backend) -> str | None: ...
+
+    def create(self, capacity: int, backend: Backend) -> PointerTable | None:
+        """Make a pointer table of ``capacity`` entries; return it if it is a
+        :class:`PointerTable` the buffer checks can inspect."""
+        ...
+
+    def stage(self, batch: Batch) -> None: ...
+
+    def transfer(self, n: int) -> None: ...
+
+    def execute(self, n: int) -> list[AdmittedCopy]:
+        """Run the first ``n`` entries; return the copies that were dereferenced."""
+        ...
+
+    def read_back(self, n: int) -> list[tuple[int, int, int]]:
+        """The first ``n`` ``(src, dst, nbytes)`` the device holds, as unsigned ints."""
+        ...
+
+
+class TableSubject:
+    """A :class:`PointerTable` in one encoding, executed by one engine."""
+
+    def __init__(self, encoding: Encoding, engine: Engine) -> None:
+        self.encoding = encoding
+        self.engine = engine
+        self.name = f"{encoding.name}/{engine.name}"
+        self.description = f"{encoding.description}, executed by {engine.name}"
+        self.exposed_by = encoding.exposed_by
+        self._table: PointerTable | None = None
+        self._registry = AllocationRegistry()
+
+    @property
+    def table(self) -> PointerTable:
+        if self._table is None:
+            raise HarnessError(f"{self.name}: create() was not called")
+        return self._table
+
+    def unavailable_reason(self, backend: Backend) -> str | None:
+        return self.engine.unavailable_reason(backend)
+
+    def create(self, capacity: int, backend: Backend) -> PointerTable:
+        self._table = PointerTable(capacity, self.encoding, backend)
+        self._registry = AllocationRegistry()
+        return self._table
+
+    def stage(self, batch: Batch) -> None:
+        self.table.stage(batch.entries)
+        for allocation in batch.allocations:
+            self._registry.add(allocation)
+
+    def transfer(self, n: int) -> None:
+        self.table.transfer(n)
+
+    def execute(self, n: int) -> list[AdmittedCopy]:
+        copies = self.engine.execute(self.table, n, self._registry)
+        self.table.backend.synchronize()
+        return copies
+
+    def read_back(self, n: int) -> list[tuple[int, int, int]]:
+        return self.table.read_back(n)
+
+    def __repr__(self) -> str:
+        return f"<subject {self.name}>"
+
+
+def builtin_subjects() -> dict[str, TableSubject]:
+    """Every encoding x engine, fresh instances, by name; fixes first, controls last."""
+    ordered = sorted(ENCODINGS.values(), key=lambda e: e.control)
+    subjects = (TableSubject(enc, eng) for enc in ordered for eng in ENGINES.values())
+    return {s.name: s for s in subjects}
+
+
+def parse_subject_spec(spec: str, known: Iterable[str]) -> tuple[str, ...]:
+    """Parse ``--subject``: comma-separated names."""
+    known_names = list(known)
+    names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
+    if not names:
+        raise UnknownName(f"no subject named; known: {', '.join(known_names)}")
+    for name in names:
+        if name not in known_names:
+            raise UnknownName(f"unknown subject {name!r}; known: {', '.join(known_names)}")
+    return names

@@ -1,0 +1,159 @@
+"""Pointer tables: how addresses are encoded in tensors and carried from host to device.
+
+A :class:`PointerTable` holds three columns, ``src``, ``dst`` and ``sizes``. Each column is a
+host tensor (pinned where the backend can pin), its device mirror, and a numpy view of the host
+tensor through which entries are staged, the way inference engines fill them step by step. The
+capacity is fixed at creation; staging appends at an offset until :meth:`PointerTable.reset`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from harness.addresses import to_signed, to_unsigned
+from harness.backends import Backend
+from harness.batches import Entry
+from harness.errors import CapacityExceeded
+
+
+def _same(value: int) -> int:
+    return value
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """How an address is stored in a tensor: its dtype, the Python int written through the numpy
+    view for an address (``store``), and the address a read-back value stands for (``load``)."""
+
+    name: str
+    dtype: torch.dtype
+    description: str
+    store: Callable[[int], int]
+    load: Callable[[int], int]
+    exposed_by: frozenset[str] = frozenset()
+    """For controls: the scenarios whose checks must catch this encoding's bug."""
+
+    @property
+    def control(self) -> bool:
+        return bool(self.exposed_by)
+
+
+UINT64 = Encoding(
+    "uint64",
+    torch.uint64,
+    "addresses as torch.uint64 (the fix)",
+    store=_same,
+    load=_same,
+)
+INT64_BITCAST = Encoding(
+    "int64-bitcast",
+    torch.int64,
+    "addresses reinterpreted as two's-complement int64: the same bits in a signed tensor",
+    store=to_signed,
+    load=to_unsigned,
+)
+INT64 = Encoding(
+    "int64",
+    torch.int64,
+    "control: Python ints written into an int64 table, which overflows at 2**63",
+    store=_same,
+    load=to_unsigned,
+    exposed_by=frozenset({"table_round_trip", "mixed_batches"}),
+)
+ENCODINGS: dict[str, Encoding] = {e.name: e for e in (UINT64, INT64_BITCAST, INT64)}
+
+SIZES_DTYPE = torch.int64
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a pointer table: host tensor, device mirror, numpy view of the host."""
+
+    host: torch.Tensor
+    device: torch.Tensor
+    view: np.ndarray
+
+    @classmethod
+    def create(cls, capacity: int, dtype: torch.dtype, backend: Backend) -> Column:
+        host = torch.zeros(capacity, dtype=dtype, pin_memory=backend.can_pin)
+        device = torch.zeros(capacity, dtype=dtype, device=backend.device)
+        return cls(host=host, device=device, view=host.numpy())
+
+    def transfer(self, n: int, non_blocking: bool) -> None:
+        self.device[:n].copy_(self.host[:n], non_blocking=non_blocking)
+
+    def device_bits(self, n: int) -> list[int]:
+        """The first ``n`` device values as unsigned 64-bit ints, read through an int64 view so
+        the read works wherever int64 does, whatever the column's own dtype supports."""
+        values = self.device[:n].view(torch.int64).to("cpu").tolist()
+        return [to_unsigned(v) for v in values]
+
+
+class PointerTable:
+    """``src``/``dst``/``sizes`` columns of ``capacity`` entries for ``backend``."""
+
+    def __init__(self, capacity: int, encoding: Encoding, backend: Backend) -> None:
+        if capacity < 0:
+            raise ValueError(f"capacity={capacity} must be >= 0")
+        self.capacity = capacity
+        self.encoding = encoding
+        self.backend = backend
+        self.pinned = backend.can_pin
+        self.src = Column.create(capacity, encoding.dtype, backend)
+        self.dst = Column.create(capacity, encoding.dtype, backend)
+        self.sizes = Column.create(capacity, SIZES_DTYPE, backend)
+        self.staged = 0
+        """How many entries are staged on the host: the offset the next stage writes at."""
+
+    @property
+    def columns(self) -> tuple[Column, Column, Column]:
+        return (self.src, self.dst, self.sizes)
+
+    def stage(self, entries: Sequence[Entry]) -> None:
+        """Write ``entries`` at the staging offset through the numpy views, and advance it."""
+        start, end = self.staged, self.staged + len(entries)
+        if end > self.capacity:
+            raise CapacityExceeded(
+                f"cannot stage {len(entries)} entries at offset {start}: "
+                f"capacity is {self.capacity}"
+            )
+        store = self.encoding.store
+        self.src.view[start:end] = [store(e.src) for e in entries]
+        self.dst.view[start:end] = [store(e.dst) for e in entries]
+        self.sizes.view[start:end] = [e.nbytes for e in entries]
+        self.staged = end
+
+    def reset(self) -> None:
+        """Start the next step: staging writes from offset 0 again."""
+        self.staged = 0
+
+    def transfer(self, n: int) -> None:
+        """Copy the first ``n`` staged entries to the device (``non_blocking`` where pinned)."""
+        if not 0 <= n <= self.staged:
+            raise CapacityExceeded(f"cannot transfer {n} entries: {self.staged} are staged")
+        for column in self.columns:
+            column.transfer(n, non_blocking=self.pinned)
+
+    def read_back(self, n: int) -> list[tuple[int, int, int]]:
+        """The first ``n`` ``(src, dst, nbytes)`` the device holds, addresses as unsigned ints,
+        read through the encoding's own dtype."""
+        if not 0 <= n <= self.capacity:
+            raise CapacityExceeded(f"cannot read {n} entries: capacity is {self.capacity}")
+        load = self.encoding.load
+        src = [load(v) for v in self.src.device[:n].to("cpu").tolist()]
+        dst = [load(v) for v in self.dst.device[:n].to("cpu").tolist()]
+        sizes = self.sizes.device[:n].to("cpu").tolist()
+        return list(zip(src, dst, sizes, strict=True))
+
+    def device_entries(self, n: int) -> list[tuple[int, int, int]]:
+        """What an engine reading the device table sees in its first ``n`` rows (bit-level)."""
+        if not 0 <= n <= self.capacity:
+            raise CapacityExceeded(f"cannot read {n} entries: capacity is {self.capacity}")
+        rows = zip(
+            self.src.device_bits(n), self.dst.device_bits(n), self.sizes.device_bits(n), strict=True
+        )
+        return list(rows)
