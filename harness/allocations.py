@@ -88,6 +88,9 @@ def allocate(
 ) -> Allocation:
     """Allocate ``numel`` elements of ``dtype`` on ``backend``, starting ``offset`` elements
     after the front guard band, filled with bytes derived from ``fill_seed``."""
+    for name, value in (("numel", numel), ("offset", offset), ("guard_nbytes", guard_nbytes)):
+        if value < 0:
+            raise ValueError(f"{name}={value} must be >= 0")
     itemsize = torch.empty((), dtype=dtype).element_size()
     if guard_nbytes % itemsize:
         raise ValueError(f"guard_nbytes={guard_nbytes} is not a multiple of {dtype}'s size")

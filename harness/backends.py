@@ -53,7 +53,7 @@ class Backend:
         try:
             return self._unavailable_reason()
         except Exception as exc:  # a broken driver or install is a reason, not a crash
-            return f"probing it raised {type(exc).__name__}: {_first_line(exc)}"
+            return f"probing it raised {_describe(exc)}"
 
     def is_available(self) -> bool:
         return self.unavailable_reason is None
@@ -179,10 +179,7 @@ class XpuBackend(Backend):
             try:
                 importlib.import_module("intel_extension_for_pytorch")
             except Exception as exc:
-                return (
-                    f"intel-extension-for-pytorch {ipex} failed to import: "
-                    f"{type(exc).__name__}: {_first_line(exc)}"
-                )
+                return f"intel-extension-for-pytorch {ipex} failed to import: {_describe(exc)}"
         xpu = getattr(torch, "xpu", None)
         runtime = getattr(torch.version, "xpu", None)
         if xpu is None or (runtime is None and not xpu.is_available()):
@@ -246,9 +243,10 @@ class _BrokenPlugin(Backend):
         return self._reason
 
 
-def _first_line(exc: BaseException) -> str:
+def _describe(exc: BaseException) -> str:
+    """``Type: first line`` of an exception, or just its type when it has no message."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def _load_plugin(entry_point: importlib.metadata.EntryPoint) -> Backend:
@@ -258,7 +256,7 @@ def _load_plugin(entry_point: importlib.metadata.EntryPoint) -> Backend:
     except Exception as exc:
         return _BrokenPlugin(
             entry_point.name,
-            f"plug-in {entry_point.value} failed to load: {type(exc).__name__}: {_first_line(exc)}",
+            f"plug-in {entry_point.value} failed to load: {_describe(exc)}",
         )
     if not isinstance(backend, Backend):
         return _BrokenPlugin(

@@ -83,7 +83,7 @@ def platform_fingerprint(backends: Sequence[Backend]) -> dict[str, Any]:
 
 
 def default_platform_id(backends: Sequence[Backend]) -> str:
-    """``cpu-x86_64``, ``cuda-nvidia-h100-80gb-hbm3``...: from the available selected backends."""
+    """``cpu-x86-64``, ``cuda-nvidia-h100-80gb-hbm3``...: from the available selected backends."""
     present = [b.platform_slug() for b in backends if b.is_available()]
     return "_".join(present) if present else "none"
 

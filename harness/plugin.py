@@ -39,7 +39,7 @@ from harness.fingerprint import (
     platform_id_from_env,
 )
 from harness.records import Outcome, Result, describe_example, exception_message
-from harness.report import RunInfo, build_report, write_report
+from harness.report import RunInfo, build_report, totals, write_report
 from harness.subjects import Subject, builtin_subjects, parse_subject_spec
 
 BACKEND_ARG = "backend"
@@ -365,10 +365,7 @@ class PtrportRun:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.report_path is None:
             return
-        counted: dict[str, int] = {}
-        for r in self.results:
-            counted[r.outcome.value] = counted.get(r.outcome.value, 0) + 1
-        summary = ", ".join(f"{n} {o}" for o, n in counted.items())
+        summary = ", ".join(f"{n} {o}" for o, n in totals(self.results).items() if n)
         terminalreporter.write_line(
             f"ptrport: {len(self.results)} results ({summary}) written to {self.report_path}"
         )

@@ -65,11 +65,14 @@ def _check_bounds(name: str, low: int, high: int, *, floor: int = 0) -> None:
 
 
 def _aligned_in(low: int, high: int, step: int) -> st.SearchStrategy[int] | None:
-    """Multiples of ``step`` in ``[low, high]``, shrinking towards the lowest; None if empty."""
-    first, last = -(-low // step), high // step
-    if first > last:
+    """Multiples of ``step`` in ``[low, high]``, shrinking towards the lowest; None if empty.
+
+    The drawn choice is the address itself, rounded down afterwards, so that when the shrinker
+    moves an example to an earlier branch of :func:`addresses` the address carries over."""
+    first = -(-low // step) * step
+    if first > high:
         return None
-    return st.integers(first, last).map(lambda k: k * step)
+    return st.integers(first, high).map(lambda a: a - a % step)
 
 
 def _in_range(r: AddressRange, alignment: int) -> st.SearchStrategy[int] | None:
@@ -110,8 +113,9 @@ def addresses(
     (Intel GPU device allocations), ``arm-tagged`` (top-byte-tagged ARM64 pointers) and
     ``x86-kernel`` (the canonical upper half).
 
-    Shrinks towards the first class given and, within it, towards its lowest address; with the
-    default classes a failure that needs an address above the int64 range shrinks to ``2**63``.
+    Shrinks towards the first class given and, within it, towards the lowest address of its
+    first range; with the default classes a failure that needs an address above the int64
+    range shrinks to ``2**63``.
     """
     alignment = _check_alignment(alignment)
     if classes is None:
@@ -229,14 +233,17 @@ def copy_batches(
     :func:`high_addresses`; in batches that will be ``executed`` their ``nbytes`` is 0, a no-op
     every engine must tolerate without dereferencing, otherwise any size up to 2**63-1.
 
-    Shrinks towards fewer entries, real before synthetic, smaller sizes and offsets.
+    Shrinks towards fewer entries, sizes and offsets. A lone entry shrinks to the synthetic one
+    at ``2**63`` with size 0 (it takes fewer choices than a real one) unless the failure needs a
+    real entry, which then shrinks towards the start of small allocations.
     """
     if not (real or synthetic):
         raise InvalidArgument("Cannot have real=False and synthetic=False: nothing to generate")
     _check_bounds("entries", min_entries, max_entries)
+    backend = _check_backend(backend)
     parts: list[st.SearchStrategy[Entry]] = []
     if real:
-        parts.append(_real_entries(_check_backend(backend)))
+        parts.append(_real_entries(backend))
     if synthetic:
         parts.append(_synthetic_entries(executed))
     entries = st.lists(st.one_of(parts), min_size=min_entries, max_size=max_entries)

@@ -1,0 +1,55 @@
+"""The ``ptrport`` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from harness.cli import main
+
+
+def test_backends_lists_each_backend_with_why_it_is_missing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["backends"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["cpu", "cuda", "rocm", "xpu", "mps"]
+    assert lines[0].split()[1] == "available"
+    assert f"unavailable  torch {torch.__version__} has no XPU support" in lines[3]
+
+
+def test_backends_require_exits_1_naming_the_missing_backend(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["backends", "--require", "cpu", "--require", "xpu"]) == 1
+    expected = f"ptrport: xpu: torch {torch.__version__} has no XPU support\n"
+    assert capsys.readouterr().err == expected
+
+
+def test_backends_require_of_an_unknown_name_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backends", "--require", "bogus"]) == 2
+    assert "unknown backend 'bogus'" in capsys.readouterr().err
+
+
+def test_backends_json_is_the_platform_fingerprint(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backends", "--json"]) == 0
+    fingerprint = json.loads(capsys.readouterr().out)
+    assert fingerprint["software"]["torch"] == str(torch.__version__)
+    assert fingerprint["backends"]["cpu"]["available"] is True
+
+
+def test_subjects_marks_the_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["subjects"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 9
+    controls = [line.split()[0] for line in lines if "[control;" in line]
+    assert controls == ["int64/triton", "int64/torch", "int64/ctypes"]
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([])
+    assert exited.value.code == 2
+    assert "required: COMMAND" in capsys.readouterr().err
