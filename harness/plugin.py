@@ -9,10 +9,7 @@ calls; the state of a run lives in one :class:`PtrportRun` registered with the p
 from __future__ import annotations
 
 import argparse
-import functools
-import hashlib
 import re
-import secrets
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -21,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as hypothesis_settings
-from hypothesis import strategies as st
 
+from harness import examples
 from harness.backends import (
     Backend,
     BackendSelection,
@@ -134,31 +130,6 @@ class _Pending:
 
 
 @dataclass
-class _ExampleLog:
-    """What the current item's Hypothesis examples were: how many, and the last one's inputs
-    (after a failure, Hypothesis replays the minimal example last)."""
-
-    count: int = 0
-    last: dict[str, Any] | None = None
-
-
-class _RecordingData:
-    """Stands in for Hypothesis's ``st.data()`` object and remembers what was drawn."""
-
-    def __init__(self, data: Any, draws: dict[str, Any]) -> None:
-        self._data = data
-        self._draws = draws
-
-    def draw(self, strategy: Any, label: Any = None) -> Any:
-        value = self._data.draw(strategy, label)
-        self._draws[str(label) if label is not None else f"draw_{len(self._draws) + 1}"] = value
-        return value
-
-    def __repr__(self) -> str:
-        return repr(self._data)
-
-
-@dataclass
 class PtrportRun:
     """The state of one pytest run as the plugin sees it."""
 
@@ -175,7 +146,7 @@ class PtrportRun:
     results: list[Result] = field(default_factory=list)
     report_path: Path | None = None
     _pending: dict[str, _Pending] = field(default_factory=dict)
-    _examples: _ExampleLog = field(default_factory=_ExampleLog)
+    _examples: examples.ExampleLog = field(default_factory=examples.ExampleLog)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PtrportRun:
@@ -203,7 +174,10 @@ class PtrportRun:
             subjects={name: everything[name] for name in names},
             platform_id=platform_id,
             report_dir=report_dir,
-            run_seed=_run_seed(config),
+            run_seed=examples.run_seed(
+                config.getoption("hypothesis_seed", None),
+                derandomize=hypothesis_settings().derandomize,
+            ),
         )
 
     # -- header ---------------------------------------------------------------------------
@@ -257,44 +231,21 @@ class PtrportRun:
 
     # -- running --------------------------------------------------------------------------
 
+    def pytest_runtest_logstart(self) -> None:
+        self._examples = examples.ExampleLog()
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         info = item.stash.get(_CHECK_INFO, None)
-        self._examples = _ExampleLog()
-        if info is not None and _is_hypothesis_test(item):
-            function = item.obj  # type: ignore[attr-defined]
-            # The same seed for a check on every backend and subject: Hypothesis would
-            # otherwise derive it from the node id, which names the backend.
-            hypothesis_seed(_check_seed(self.run_seed, info.check))(function)
-            self._record_examples(function, item)
+        function = getattr(item, "obj", None)
+        if info is not None and examples.is_hypothesis_test(function):
+            examples.prepare(
+                function,
+                seed_value=examples.check_seed(self.run_seed, info.check),
+                log=self._examples,
+                fixtures=set(getattr(item, "fixturenames", ())),
+            )
         return (yield)
-
-    def _record_examples(self, function: Any, item: pytest.Item) -> None:
-        handle = function.hypothesis
-        inner = getattr(handle.inner_test, "__ptrport_unwrapped__", handle.inner_test)
-        fixtures = set(getattr(item, "fixturenames", ()))
-        log = self._examples
-
-        @functools.wraps(inner)
-        def recording(*args: Any, **kwargs: Any) -> Any:
-            log.count += 1
-            draws: dict[str, Any] = {}
-            generated = {}
-            for name, value in kwargs.items():
-                if name in fixtures:
-                    continue
-                if isinstance(value, st.DataObject):
-                    kwargs[name] = _RecordingData(value, draws)
-                else:
-                    generated[name] = value
-            log.last = generated
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                generated.update(draws)
-
-        recording.__ptrport_unwrapped__ = inner  # type: ignore[attr-defined]
-        handle.inner_test = recording
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -427,25 +378,6 @@ def _check_info(item: pytest.Item) -> CheckInfo | None:
         if reason:
             unavailable = f"{subject.name} on {backend.name}: {reason}"
     return CheckInfo(check, scenario, backend, subject, unavailable)
-
-
-def _is_hypothesis_test(item: pytest.Item) -> bool:
-    handle = getattr(getattr(item, "obj", None), "hypothesis", None)
-    return handle is not None and hasattr(handle, "inner_test")
-
-
-def _check_seed(run_seed: str, check: str) -> int:
-    digest = hashlib.sha256(f"{run_seed}\0{check}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-def _run_seed(config: pytest.Config) -> str:
-    given = config.getoption("hypothesis_seed", None)
-    if given is not None:
-        return str(given)
-    if hypothesis_settings().derandomize:
-        return "derandomized"
-    return str(secrets.randbits(32))
 
 
 def _profile_name() -> str:

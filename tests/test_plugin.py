@@ -133,6 +133,7 @@ class TestBackendOption:
             (found,) = _results(report, backend=name)
             assert found["outcome"] == "unavailable"
             assert found["message"].startswith(f"{name}: torch ")
+            assert found["examples"] == 0
             assert report["platform"]["fingerprint"]["backends"][name]["available"] is False
 
     def test_a_plugin_backend_from_an_entry_point_runs_like_a_built_in_one(

@@ -1,0 +1,93 @@
+"""Hypothesis examples as reports need them: one seed per check, the same on every backend, and
+the inputs of the last example a check ran (after a failure, Hypothesis replays the minimal
+example last, so that is the counterexample)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import secrets
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import seed
+from hypothesis import strategies as st
+
+DERANDOMIZED = "derandomized"
+
+
+def run_seed(given: object | None, *, derandomize: bool) -> str:
+    """The seed of a whole run: ``--hypothesis-seed`` if given, a fixed one for derandomized
+    profiles, else a fresh random one (reported, so another platform can pass it back)."""
+    if given is not None:
+        return str(given)
+    return DERANDOMIZED if derandomize else str(secrets.randbits(32))
+
+
+def check_seed(run: str, check: str) -> int:
+    """The seed for one check: from the run's seed and the check id, which names no backend."""
+    digest = hashlib.sha256(f"{run}\0{check}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def is_hypothesis_test(function: object) -> bool:
+    handle = getattr(function, "hypothesis", None)
+    return handle is not None and hasattr(handle, "inner_test")
+
+
+@dataclass
+class ExampleLog:
+    """How many times a check's body ran, and the inputs of the last run."""
+
+    count: int = 0
+    last: dict[str, Any] | None = None
+
+
+class _RecordingData:
+    """Stands in for Hypothesis's ``st.data()`` object and remembers what was drawn."""
+
+    def __init__(self, data: st.DataObject, draws: dict[str, Any]) -> None:
+        self._data = data
+        self._draws = draws
+
+    def draw(self, strategy: st.SearchStrategy[Any], label: Any = None) -> Any:
+        value = self._data.draw(strategy, label)
+        self._draws[str(label) if label is not None else f"draw_{len(self._draws) + 1}"] = value
+        return value
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
+def prepare(test: Any, *, seed_value: int, log: ExampleLog, fixtures: Collection[str]) -> None:
+    """Seed the Hypothesis ``test`` and have each example's generated inputs (arguments not in
+    ``fixtures``, and ``st.data()`` draws by label) recorded in ``log``.
+
+    Hypothesis would otherwise derive a parametrized test's seed from its pytest node id, which
+    names the backend. Replacing ``test.hypothesis.inner_test`` is Hypothesis's documented way
+    to wrap the body it calls per example."""
+    seed(seed_value)(test)
+    handle = test.hypothesis
+    inner = getattr(handle.inner_test, "__ptrport_unwrapped__", handle.inner_test)
+
+    @functools.wraps(inner)
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        log.count += 1
+        generated: dict[str, Any] = {}
+        draws: dict[str, Any] = {}
+        for name, value in kwargs.items():
+            if name in fixtures:
+                continue
+            if isinstance(value, st.DataObject):
+                kwargs[name] = _RecordingData(value, draws)
+            else:
+                generated[name] = value
+        log.last = generated
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            generated.update(draws)
+
+    recording.__ptrport_unwrapped__ = inner  # type: ignore[attr-defined]
+    handle.inner_test = recording
