@@ -97,6 +97,15 @@ class TestBackendOption:
             ["*argument --backend: unknown backend 'bogus'; known: cpu, cuda, rocm, xpu, mps*"]
         )
 
+    def test_an_unknown_subject_is_a_usage_error_listing_the_known_ones(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        result = pytester.runpytest("--subject=uint64/torch,nope")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            ["*argument --subject: unknown subject 'nope'; known: uint64/triton, uint64/torch*"]
+        )
+
     def test_a_requested_backend_that_is_not_here_fails_the_run_with_one_line_saying_why(
         self, pytester: pytest.Pytester
     ) -> None:
