@@ -8,6 +8,7 @@ every backend; only the addresses of real allocations differ.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 
 import torch
@@ -131,6 +132,13 @@ def addresses(
                 raise InvalidArgument(
                     f"Unknown address class {name!r}; known: {', '.join(CLASS_NAMES)}"
                 )
+    return _addresses(alignment, names)
+
+
+# Strategies are immutable, so each is built once per set of arguments: scenarios ask for them
+# inside st.data() draws, once per example.
+@functools.cache
+def _addresses(alignment: int, names: tuple[str, ...]) -> st.SearchStrategy[int]:
     return _one_of([_class_strategy(name, alignment) for name in names])
 
 
@@ -138,7 +146,11 @@ def high_addresses(*, alignment: int = 1) -> st.SearchStrategy[int]:
     """Addresses ``>= 2**63``, the ones ``int64`` cannot hold, multiples of ``alignment``:
     anywhere in the upper half, its boundaries, Intel Level Zero USM and x86 kernel-half
     addresses, and ARM pointers with a tag byte of 0x80 or more. Shrinks towards ``2**63``."""
-    alignment = _check_alignment(alignment)
+    return _high_addresses(_check_alignment(alignment))
+
+
+@functools.cache
+def _high_addresses(alignment: int) -> st.SearchStrategy[int]:
     high_ranges = [r for c in ADDRESS_CLASSES.values() for r in c.ranges if r.low >= HIGH_HALF]
     return _one_of(
         [
@@ -182,6 +194,17 @@ def allocations(
             raise InvalidArgument(f"Cannot have dtype {dtype!r}: it must be a torch.dtype")
     _check_bounds("numel", min_numel, max_numel)
     _check_bounds("offset", 0, max_offset)
+    return _allocations(backend, dtypes, min_numel, max_numel, max_offset)
+
+
+@functools.cache
+def _allocations(
+    backend: Backend,
+    dtypes: tuple[torch.dtype, ...],
+    min_numel: int,
+    max_numel: int,
+    max_offset: int,
+) -> st.SearchStrategy[Allocation]:
     return st.builds(
         allocate,
         backend=st.just(backend),
@@ -193,19 +216,14 @@ def allocations(
     )
 
 
-def _real_entries(backend: Backend) -> st.SearchStrategy[Entry]:
-    payloads = allocations(backend, min_numel=1)
-
-    @st.composite
-    def real_entry(draw: st.DrawFn) -> Entry:
-        src = draw(payloads)
-        dst = draw(payloads)
-        src_offset = draw(st.integers(0, src.nbytes - 1))
-        dst_offset = draw(st.integers(0, dst.nbytes - 1))
-        nbytes = draw(st.integers(0, min(src.nbytes - src_offset, dst.nbytes - dst_offset)))
-        return Entry(src.address + src_offset, dst.address + dst_offset, nbytes, src, dst)
-
-    return real_entry()
+@st.composite
+def _real_entry(draw: st.DrawFn, payloads: st.SearchStrategy[Allocation]) -> Entry:
+    src = draw(payloads)
+    dst = draw(payloads)
+    src_offset = draw(st.integers(0, src.nbytes - 1))
+    dst_offset = draw(st.integers(0, dst.nbytes - 1))
+    nbytes = draw(st.integers(0, min(src.nbytes - src_offset, dst.nbytes - dst_offset)))
+    return Entry(src.address + src_offset, dst.address + dst_offset, nbytes, src, dst)
 
 
 def _synthetic_entries(executed: bool) -> st.SearchStrategy[Entry]:
@@ -241,9 +259,21 @@ def copy_batches(
         raise InvalidArgument("Cannot have real=False and synthetic=False: nothing to generate")
     _check_bounds("entries", min_entries, max_entries)
     backend = _check_backend(backend)
+    return _copy_batches(backend, min_entries, max_entries, real, synthetic, executed)
+
+
+@functools.cache
+def _copy_batches(
+    backend: Backend,
+    min_entries: int,
+    max_entries: int,
+    real: bool,
+    synthetic: bool,
+    executed: bool,
+) -> st.SearchStrategy[Batch]:
     parts: list[st.SearchStrategy[Entry]] = []
     if real:
-        parts.append(_real_entries(backend))
+        parts.append(_real_entry(allocations(backend, min_numel=1)))
     if synthetic:
         parts.append(_synthetic_entries(executed))
     entries = st.lists(st.one_of(parts), min_size=min_entries, max_size=max_entries)
