@@ -8,8 +8,8 @@ copy that writes past its entry's range changes them, and :meth:`Allocation.guar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -25,13 +25,17 @@ DEFAULT_GUARD_NBYTES = 64
 
 @dataclass(eq=False)
 class Allocation:
-    """A live payload of ``nbytes`` at byte ``start`` of ``buffer``, guarded on both sides."""
+    """A live payload of ``nbytes`` at byte ``start`` of ``buffer``, guarded on both sides.
+    ``offset`` and ``fill_seed`` are what :func:`allocate` was given, so the allocation can be
+    made again from its record."""
 
     buffer: torch.Tensor
     start: int
     nbytes: int
     dtype: torch.dtype
-    label: str = field(default="")
+    offset: int = 0
+    fill_seed: int = 0
+    guard_nbytes: int = DEFAULT_GUARD_NBYTES
 
     @property
     def address(self) -> int:
@@ -65,16 +69,37 @@ class Allocation:
         after = self.buffer[self.start + self.nbytes :]
         return bool((before == GUARD_BYTE).all()) and bool((after == GUARD_BYTE).all())
 
+    @property
+    def numel(self) -> int:
+        return self.nbytes // self.dtype.itemsize
+
     def to_record(self) -> dict[str, Any]:
+        """The allocation as reports show it, with what :func:`allocation_from_record` needs."""
         return {
+            "type": "allocation",
             "address": to_hex(self.address),
             "nbytes": self.nbytes,
-            "dtype": str(self.dtype).removeprefix("torch."),
+            "dtype": dtype_name(self.dtype),
+            "numel": self.numel,
+            "offset": self.offset,
+            "fill_seed": self.fill_seed,
+            "guard_nbytes": self.guard_nbytes,
         }
 
     def __repr__(self) -> str:
-        dtype = str(self.dtype).removeprefix("torch.")
+        dtype = dtype_name(self.dtype)
         return f"Allocation({to_hex(self.address)}, nbytes={self.nbytes}, dtype={dtype})"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def dtype_from_name(name: str) -> torch.dtype:
+    found = getattr(torch, name, None)
+    if not isinstance(found, torch.dtype):
+        raise ValueError(f"{name!r} is not a torch dtype")
+    return found
 
 
 def allocate(
@@ -91,7 +116,7 @@ def allocate(
     for name, value in (("numel", numel), ("offset", offset), ("guard_nbytes", guard_nbytes)):
         if value < 0:
             raise ValueError(f"{name}={value} must be >= 0")
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = dtype.itemsize
     if guard_nbytes % itemsize:
         raise ValueError(f"guard_nbytes={guard_nbytes} is not a multiple of {dtype}'s size")
     start = guard_nbytes + offset * itemsize
@@ -102,7 +127,28 @@ def allocate(
         0, 256, (nbytes,), dtype=torch.uint8, generator=generator
     )
     buffer = host if backend.device.type == "cpu" else host.to(backend.device)
-    return Allocation(buffer=buffer, start=start, nbytes=nbytes, dtype=dtype)
+    return Allocation(
+        buffer=buffer,
+        start=start,
+        nbytes=nbytes,
+        dtype=dtype,
+        offset=offset,
+        fill_seed=fill_seed,
+        guard_nbytes=guard_nbytes,
+    )
+
+
+def allocation_from_record(record: Mapping[str, Any], backend: Backend) -> Allocation:
+    """Allocate again what :meth:`Allocation.to_record` describes: same dtype, size, offset
+    and bytes; the address is wherever the backend puts it now."""
+    return allocate(
+        backend,
+        dtype=dtype_from_name(str(record["dtype"])),
+        numel=int(record["numel"]),
+        offset=int(record["offset"]),
+        guard_nbytes=int(record["guard_nbytes"]),
+        fill_seed=int(record["fill_seed"]),
+    )
 
 
 class AllocationRegistry:

@@ -41,6 +41,8 @@ class Backend:
 
     name: str = ""
     device_type: str = ""
+    kind: str = "other"
+    """What reports call its execution target: ``cpu``, ``gpu`` or ``other``."""
     addresses_are_device_pointers: bool = True
     """False where ``data_ptr()`` is not an address a kernel can use (MPS)."""
 
@@ -89,6 +91,7 @@ class Backend:
 class CpuBackend(Backend):
     name = "cpu"
     device_type = "cpu"
+    kind = "cpu"
 
     def _unavailable_reason(self) -> str | None:
         return None
@@ -118,6 +121,7 @@ class CpuBackend(Backend):
 
 
 class CudaBackend(Backend):
+    kind = "gpu"
     name = "cuda"
     device_type = "cuda"
 
@@ -170,6 +174,7 @@ def ipex_version() -> str | None:
 
 
 class XpuBackend(Backend):
+    kind = "gpu"
     name = "xpu"
     device_type = "xpu"
 
@@ -203,6 +208,7 @@ class XpuBackend(Backend):
 
 
 class MpsBackend(Backend):
+    kind = "gpu"
     name = "mps"
     device_type = "mps"
     addresses_are_device_pointers = False

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.addresses import to_hex
-from harness.allocations import Allocation, AllocationRegistry
+from harness.allocations import Allocation, AllocationRegistry, allocation_from_record
+from harness.backends import Backend
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,21 @@ class Entry:
         return self.src_allocation is None or self.dst_allocation is None
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        """The entry as reports show it; a real one with its allocations and the offsets into
+        them, so :func:`entry_from_record` can make it again."""
+        record: dict[str, Any] = {
+            "type": "entry",
             "src": to_hex(self.src),
             "dst": to_hex(self.dst),
             "nbytes": self.nbytes,
             "synthetic": self.synthetic,
         }
+        if self.src_allocation is not None and self.dst_allocation is not None:
+            record["src_allocation"] = self.src_allocation.to_record()
+            record["src_offset"] = self.src - self.src_allocation.address
+            record["dst_allocation"] = self.dst_allocation.to_record()
+            record["dst_offset"] = self.dst - self.dst_allocation.address
+        return record
 
     def __repr__(self) -> str:
         kind = "synthetic" if self.synthetic else "real"
@@ -72,8 +82,28 @@ class Batch:
     def registry(self) -> AllocationRegistry:
         return AllocationRegistry(self.allocations)
 
-    def to_record(self) -> list[dict[str, Any]]:
-        return [e.to_record() for e in self.entries]
+    def to_record(self) -> dict[str, Any]:
+        return {"type": "batch", "entries": [e.to_record() for e in self.entries]}
 
     def __repr__(self) -> str:
         return f"Batch({list(self.entries)!r})"
+
+
+def entry_from_record(record: Mapping[str, Any], backend: Backend) -> Entry:
+    """Make the entry :meth:`Entry.to_record` describes again; a real one gets fresh
+    allocations with the same contents at the same offsets."""
+    if record["synthetic"]:
+        return Entry(int(record["src"], 16), int(record["dst"], 16), int(record["nbytes"]))
+    src = allocation_from_record(record["src_allocation"], backend)
+    dst = allocation_from_record(record["dst_allocation"], backend)
+    return Entry(
+        src.address + int(record["src_offset"]),
+        dst.address + int(record["dst_offset"]),
+        int(record["nbytes"]),
+        src,
+        dst,
+    )
+
+
+def batch_from_record(record: Mapping[str, Any], backend: Backend) -> Batch:
+    return Batch(tuple(entry_from_record(e, backend) for e in record["entries"]))

@@ -42,6 +42,8 @@ class ExampleLog:
 
     count: int = 0
     last: dict[str, Any] | None = None
+    body: str | None = None
+    """``module:function`` of the body Hypothesis calls, for repro scripts."""
 
 
 class _RecordingData:
@@ -70,6 +72,7 @@ def prepare(test: Any, *, seed_value: int, log: ExampleLog, fixtures: Collection
     seed(seed_value)(test)
     handle = test.hypothesis
     inner = getattr(handle.inner_test, "__ptrport_unwrapped__", handle.inner_test)
+    log.body = f"{inner.__module__}:{inner.__qualname__}"
 
     @functools.wraps(inner)
     def recording(*args: Any, **kwargs: Any) -> Any:

@@ -82,6 +82,42 @@ def platform_fingerprint(backends: Sequence[Backend]) -> dict[str, Any]:
     }
 
 
+def primary_backend(backends: Sequence[Backend]) -> Backend | None:
+    """The backend a platform is named after: the first available accelerator, else the first
+    available backend."""
+    present = [b for b in backends if b.is_available()]
+    accelerators = [b for b in present if b.kind != "cpu"]
+    found = accelerators or present
+    return found[0] if found else None
+
+
+def execution_target(backends: Sequence[Backend]) -> dict[str, Any]:
+    """What the run executed on: kind (cpu/gpu/other), backend, device model, runtime and
+    driver versions where known."""
+    primary = primary_backend(backends)
+    if primary is None:
+        return {
+            "kind": "other",
+            "backend": None,
+            "device_model": None,
+            "runtime": {},
+            "driver": None,
+        }
+    found = primary.fingerprint()
+    runtime = {
+        key.removesuffix("_runtime"): value
+        for key, value in found.items()
+        if key.endswith("_runtime")
+    }
+    return {
+        "kind": primary.kind,
+        "backend": primary.name,
+        "device_model": found.get("device_model"),
+        "runtime": runtime,
+        "driver": found.get("driver"),
+    }
+
+
 def default_platform_id(backends: Sequence[Backend]) -> str:
     """``cpu-x86-64``, ``cuda-nvidia-h100-80gb-hbm3``...: from the available selected backends."""
     present = [b.platform_slug() for b in backends if b.is_available()]

@@ -31,12 +31,14 @@ from harness.errors import UnknownName
 from harness.fingerprint import (
     check_platform_id,
     default_platform_id,
+    execution_target,
     platform_fingerprint,
     platform_id_from_env,
 )
 from harness.records import Outcome, Result, describe_example, exception_message
-from harness.report import RunInfo, build_report, totals, write_report
+from harness.report import FINISHED, INTERRUPTED, RUNNING, ReportWriter, RunInfo, build_report
 from harness.subjects import Subject, builtin_subjects, parse_subject_spec
+from harness.summary import backend_table
 
 BACKEND_ARG = "backend"
 SUBJECT_ARG = "subject"
@@ -145,6 +147,7 @@ class PtrportRun:
     started: float = field(default_factory=time.time)
     results: list[Result] = field(default_factory=list)
     report_path: Path | None = None
+    _writer: ReportWriter | None = None
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _examples: examples.ExampleLog = field(default_factory=examples.ExampleLog)
 
@@ -274,7 +277,7 @@ class PtrportRun:
                 pending.example = describe_example(self._examples.last)
         if report.when == "teardown":
             del self._pending[item.nodeid]
-            self.results.append(
+            self._record(
                 Result(
                     check=info.check,
                     scenario=info.scenario,
@@ -286,40 +289,55 @@ class PtrportRun:
                     examples=self._examples.count,
                     duration_s=pending.duration_s,
                     nodeid=item.nodeid,
+                    body=self._examples.body,
                 )
             )
 
     # -- the report -----------------------------------------------------------------------
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.results:
-            return
-        finished = time.time()
-        run = RunInfo(
+    def _run_info(self, status: str) -> RunInfo:
+        finished = time.time() if status != RUNNING else None
+        return RunInfo(
             started=_iso(self.started),
-            finished=_iso(finished),
-            duration_s=finished - self.started,
             hypothesis_profile=_profile_name(),
             seed=self.run_seed,
             backend_spec=self.selection.spec,
             subjects=tuple(self.subjects),
             argv=tuple(self.config.invocation_params.args),
+            status=status,
+            finished=_iso(finished) if finished is not None else None,
+            duration_s=finished - self.started if finished is not None else None,
         )
-        report = build_report(
-            platform_id=self.platform_id,
-            fingerprint=platform_fingerprint(self.backends),
-            run=run,
-            results=self.results,
+
+    def _record(self, result: Result) -> None:
+        """Keep a result, starting the report file with the first one."""
+        if self._writer is None:
+            header = build_report(
+                platform_id=self.platform_id,
+                fingerprint=platform_fingerprint(self.backends),
+                execution_target=execution_target(self.backends),
+                run=self._run_info(RUNNING),
+                results=(),
+            )
+            self._writer = ReportWriter(self.report_dir, header)
+        self.results.append(result)
+        self._writer.add(result)
+
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        if self._writer is None:
+            return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        self.report_path = self._writer.finish(
+            self._run_info(INTERRUPTED if interrupted else FINISHED)
         )
-        self.report_path = write_report(report, self.report_dir)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.report_path is None:
             return
-        summary = ", ".join(f"{n} {o}" for o, n in totals(self.results).items() if n)
-        terminalreporter.write_line(
-            f"ptrport: {len(self.results)} results ({summary}) written to {self.report_path}"
-        )
+        terminalreporter.section("ptrport")
+        for line in backend_table(self.results):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"report: {self.report_path}")
 
 
 def _classify(

@@ -13,9 +13,12 @@ from typing import Any
 import torch
 
 from harness.addresses import to_hex
+from harness.allocations import dtype_name
 
 
 class Outcome(enum.StrEnum):
+    """What happened to one check for one subject on one backend."""
+
     PASSED = "passed"
     FAILED = "failed"
     XFAILED = "xfailed"
@@ -26,6 +29,16 @@ class Outcome(enum.StrEnum):
     UNAVAILABLE = "unavailable"
     ERROR = "error"
     CRASHED = "crashed"
+
+    @property
+    def executed(self) -> bool:
+        """Whether the check ran (as opposed to skipped or unavailable)."""
+        return self not in (Outcome.SKIPPED, Outcome.UNAVAILABLE)
+
+    @property
+    def bad(self) -> bool:
+        """Whether this outcome is red: a failure, or a control that went blind."""
+        return self in (Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.XPASSED)
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,8 @@ class Result:
     """How many times Hypothesis ran the check's body (generation and shrinking)."""
     duration_s: float = 0.0
     nodeid: str = ""
+    body: str | None = None
+    """``module:function`` of the check's body, which a repro script calls again."""
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -56,7 +71,30 @@ class Result:
             "examples": self.examples,
             "duration_s": round(self.duration_s, 6),
             "nodeid": self.nodeid,
+            "body": self.body,
         }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Result:
+        """The inverse of :meth:`to_record`, for a record already validated."""
+        return cls(
+            check=record["check"],
+            scenario=record["scenario"],
+            subject=record["subject"],
+            backend=record["backend"],
+            outcome=Outcome(record["outcome"]),
+            message=record["message"],
+            example=record["example"],
+            examples=record["examples"],
+            duration_s=record["duration_s"],
+            nodeid=record["nodeid"],
+            body=record["body"],
+        )
+
+    @property
+    def key(self) -> tuple[str, str | None, str]:
+        """What identifies a result within one platform's report."""
+        return (self.check, self.subject, self.backend)
 
 
 def _is_address_key(key: str) -> bool:
@@ -75,7 +113,7 @@ def describe(value: Any, key: str = "") -> Any:
     if isinstance(value, int):
         return to_hex(value) if _is_address_key(key) and value >= 0 else value
     if isinstance(value, torch.dtype):
-        return str(value).removeprefix("torch.")
+        return dtype_name(value)
     if isinstance(value, Mapping):
         return {str(k): describe(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):

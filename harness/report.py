@@ -1,6 +1,13 @@
-"""Platform reports: one run's results and its platform, as versioned JSON.
+"""Platform reports: one run's results and its platform, as versioned JSON (``ptrport.report/1``).
 
-The layout is documented in ``reports/README.md``. Pure: records in, a file out; no pytest.
+Written incrementally: when the first result arrives, ``<id>.json`` is written marked
+incomplete, and each result is appended to the journal ``<id>.results.jsonl`` beside it; at the
+end the full report replaces ``<id>.json`` atomically and the journal goes. A run that is
+killed leaves the incomplete report and the journal, and :func:`load_report` reads both.
+Every read is validated against ``harness/schemas/report-1.schema.json``; a file that does not
+fit is refused with :class:`ReportError`, one line naming the file and the problem.
+
+Pure: records in, files out; no pytest. The layout is documented in ``reports/README.md``.
 """
 
 from __future__ import annotations
@@ -9,14 +16,26 @@ import json
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from harness import schema
+from harness.errors import HarnessError
 from harness.records import Outcome, Result
 
-SCHEMA = "ptrport.report/0"
+SCHEMA = "ptrport.report/1"
+SCHEMA_FILE = "report-1"
+JOURNAL_SUFFIX = ".results.jsonl"
+
+RUNNING = "running"
+FINISHED = "finished"
+INTERRUPTED = "interrupted"
+
+
+class ReportError(HarnessError):
+    """A report file that cannot be read: ``<path>: <problem>``."""
 
 
 @dataclass(frozen=True)
@@ -24,19 +43,21 @@ class RunInfo:
     """How the run was made: when, with which selection and Hypothesis settings."""
 
     started: str
-    finished: str
-    duration_s: float
     hypothesis_profile: str
     seed: str
     backend_spec: str
     subjects: tuple[str, ...]
-    argv: tuple[str, ...] = field(default=())
+    argv: tuple[str, ...] = ()
+    status: str = RUNNING
+    finished: str | None = None
+    duration_s: float | None = None
 
     def to_record(self) -> dict[str, Any]:
         return {
+            "status": self.status,
             "started": self.started,
             "finished": self.finished,
-            "duration_s": round(self.duration_s, 3),
+            "duration_s": None if self.duration_s is None else round(self.duration_s, 3),
             "hypothesis_profile": self.hypothesis_profile,
             "seed": self.seed,
             "backend_spec": self.backend_spec,
@@ -45,7 +66,7 @@ class RunInfo:
         }
 
 
-def totals(results: Sequence[Result]) -> dict[str, int]:
+def totals(results: Iterable[Result]) -> dict[str, int]:
     """How many results of each outcome, every outcome listed."""
     counted = Counter(r.outcome for r in results)
     return {o.value: counted.get(o, 0) for o in Outcome}
@@ -55,29 +76,244 @@ def build_report(
     *,
     platform_id: str,
     fingerprint: dict[str, Any],
+    execution_target: dict[str, Any],
     run: RunInfo,
     results: Sequence[Result],
 ) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
+        "complete": run.status == FINISHED,
         "platform": {"id": platform_id, "fingerprint": fingerprint},
+        "execution_target": execution_target,
         "run": run.to_record(),
         "totals": totals(results),
         "results": [r.to_record() for r in results],
     }
 
 
-def write_report(report: dict[str, Any], directory: Path) -> Path:
-    """Write ``report`` to ``directory/<platform id>.json`` atomically; return the path."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{report['platform']['id']}.json"
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=path.name, suffix=".tmp")
+def report_path(directory: Path, platform_id: str) -> Path:
+    return directory / f"{platform_id}.json"
+
+
+def journal_path(report: Path) -> Path:
+    return report.with_name(report.name.removesuffix(".json") + JOURNAL_SUFFIX)
+
+
+def _write_atomically(path: Path, document: dict[str, Any]) -> None:
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(report, out, indent=2)
+            json.dump(document, out, indent=2)
             out.write("\n")
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def write_report(report: dict[str, Any], directory: Path) -> Path:
+    """Write a whole report to ``directory/<platform id>.json`` atomically; return the path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = report_path(directory, report["platform"]["id"])
+    _write_atomically(path, report)
     return path
+
+
+class ReportWriter:
+    """Writes one platform's report as its results arrive."""
+
+    def __init__(self, directory: Path, header: dict[str, Any]) -> None:
+        """``header`` is a report from :func:`build_report` with no results yet."""
+        self.path = write_report(header, directory)
+        self._header = header
+        self._results: list[Result] = []
+        self._journal: IO[str] | None = journal_path(self.path).open("w", encoding="utf-8")
+
+    def add(self, result: Result) -> None:
+        self._results.append(result)
+        if self._journal is not None:
+            self._journal.write(json.dumps(result.to_record()) + "\n")
+            self._journal.flush()
+
+    def finish(self, run: RunInfo) -> Path:
+        """Replace the report with the complete one (or, for an interrupted run, with what it
+        has, marked incomplete) and remove the journal."""
+        report = dict(self._header)
+        report["complete"] = run.status == FINISHED
+        report["run"] = run.to_record()
+        report["totals"] = totals(self._results)
+        report["results"] = [r.to_record() for r in self._results]
+        _write_atomically(self.path, report)
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        journal_path(self.path).unlink(missing_ok=True)
+        return self.path
+
+
+@dataclass(frozen=True)
+class PlatformReport:
+    """A report as read back: its platform, how complete it is, its results."""
+
+    path: Path
+    platform_id: str
+    fingerprint: dict[str, Any]
+    execution_target: dict[str, Any]
+    run: dict[str, Any]
+    complete: bool
+    results: tuple[Result, ...]
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return totals(self.results)
+
+    def versions(self) -> dict[str, str]:
+        """The versions that identify this platform's software and runtime, by name."""
+        found: dict[str, str] = {}
+        for name, value in self.fingerprint.get("software", {}).items():
+            if value is not None and name != "ptrport":
+                found[name] = str(value)
+        target = self.execution_target
+        for name, value in target.get("runtime", {}).items():
+            if value is not None:
+                found[name] = str(value)
+        if target.get("driver"):
+            found["driver"] = str(target["driver"])
+        if target.get("device_model"):
+            found["device"] = str(target["device_model"])
+        return found
+
+    def to_record(self) -> dict[str, Any]:
+        """The report as a document again (complete or not, journal included)."""
+        return {
+            "schema": SCHEMA,
+            "complete": self.complete,
+            "platform": {"id": self.platform_id, "fingerprint": self.fingerprint},
+            "execution_target": self.execution_target,
+            "run": self.run,
+            "totals": self.totals,
+            "results": [r.to_record() for r in self.results],
+        }
+
+
+def _parse(path: Path, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            "the file is truncated or corrupted"
+        ) from None
+
+
+def report_from_document(document: Any, path: Path) -> PlatformReport:
+    """Validate a parsed report document and read it; ``path`` names it in errors."""
+    if not isinstance(document, dict) or "schema" not in document:
+        raise ReportError(f"{path}: not a ptrport report (no 'schema' field)")
+    if document["schema"] != SCHEMA:
+        raise ReportError(
+            f"{path}: schema {document['schema']!r} is not supported; this ptrport reads {SCHEMA}"
+        )
+    problems = schema.errors(document, schema.load_schema(SCHEMA_FILE))
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise ReportError(f"{path}: {problems[0]}{more}")
+    return PlatformReport(
+        path=path,
+        platform_id=document["platform"]["id"],
+        fingerprint=document["platform"]["fingerprint"],
+        execution_target=document["execution_target"],
+        run=document["run"],
+        complete=document["complete"],
+        results=tuple(Result.from_record(r) for r in document["results"]),
+    )
+
+
+def _journal_results(path: Path) -> list[Result]:
+    """Results from a killed run's journal; a last line cut off mid-write is left out."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    result_schema = {"$ref": "#/$defs/result", **_defs()}
+    found = []
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise ReportError(f"{path}: line {number} is not valid JSON") from None
+        problems = schema.errors(record, result_schema)
+        if problems:
+            raise ReportError(f"{path}: line {number}: {problems[0]}")
+        found.append(Result.from_record(record))
+    return found
+
+
+def _defs() -> dict[str, Any]:
+    return {"$defs": schema.load_schema(SCHEMA_FILE)["$defs"]}
+
+
+def load_report(path: Path) -> PlatformReport:
+    """Read and validate one platform report, with its journal if the run did not finish."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read it: {exc}") from None
+    report = report_from_document(_parse(path, text), path)
+    journal = journal_path(path)
+    if report.complete or not journal.exists():
+        return report
+    seen = {r.key for r in report.results}
+    extra = [r for r in _journal_results(journal) if r.key not in seen]
+    return PlatformReport(
+        path=report.path,
+        platform_id=report.platform_id,
+        fingerprint=report.fingerprint,
+        execution_target=report.execution_target,
+        run=report.run,
+        complete=False,
+        results=report.results + tuple(extra),
+    )
+
+
+MATRIX_SCHEMA = "ptrport.matrix/1"
+"""A merged compatibility matrix; it carries the platform reports it was made from."""
+
+
+def _reports_in(path: Path) -> list[PlatformReport]:
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.json") if p.is_file())
+        if not files:
+            raise ReportError(f"{path}: no reports (*.json) in this directory")
+        return [r for p in files for r in _reports_in(p)]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read it: {exc}") from None
+    document = _parse(path, text)
+    if isinstance(document, dict) and document.get("schema") == MATRIX_SCHEMA:
+        embedded = document.get("reports")
+        if not isinstance(embedded, list):
+            raise ReportError(f"{path}: a matrix without its 'reports' list")
+        return [
+            report_from_document(d, Path(f"{path}#reports[{i}]")) for i, d in enumerate(embedded)
+        ]
+    return [load_report(path)]
+
+
+def load_reports(paths: Sequence[Path]) -> list[PlatformReport]:
+    """Every platform report named: report files, directories of them, or merged matrices.
+    Two reports with the same platform id are refused, naming both files."""
+    if not paths:
+        raise ReportError("no report files given")
+    found: list[PlatformReport] = []
+    seen: dict[str, Path] = {}
+    for path in paths:
+        for report in _reports_in(path):
+            if report.platform_id in seen:
+                raise ReportError(
+                    f"{report.path}: platform id {report.platform_id!r} is also the id of "
+                    f"{seen[report.platform_id]}; give each platform its own --platform-name"
+                )
+            seen[report.platform_id] = report.path
+            found.append(report)
+    return found

@@ -173,9 +173,18 @@ def test_guards_intact_detects_a_write_in_the_offset_before_the_payload() -> Non
 
 
 def test_the_record_and_repr_show_the_address_in_hex() -> None:
-    allocation = allocate(CPU, dtype=torch.float32, numel=4)
+    allocation = allocate(CPU, dtype=torch.float32, numel=4, offset=2, fill_seed=7)
     record = allocation.to_record()
-    assert record == {"address": to_hex(allocation.address), "nbytes": 16, "dtype": "float32"}
+    assert record == {
+        "type": "allocation",
+        "address": to_hex(allocation.address),
+        "nbytes": 16,
+        "dtype": "float32",
+        "numel": 4,
+        "offset": 2,
+        "fill_seed": 7,
+        "guard_nbytes": DEFAULT_GUARD_NBYTES,
+    }
     assert to_hex(allocation.address) in repr(allocation)
     assert "dtype=float32" in repr(allocation)
 

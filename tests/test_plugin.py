@@ -235,7 +235,8 @@ class TestReport:
         pytester.makepyfile(test_scenario=ADDRESS_CHECK)
         pytester.runpytest("--backend=cpu", "--platform-name=test-platform")
         report = _report(pytester)
-        assert report["schema"] == "ptrport.report/0"
+        assert report["schema"] == "ptrport.report/1"
+        assert report["complete"] is True
         (failed,) = _results(report, outcome="failed")
         assert failed["check"] == "scenario::test_low_addresses_only"
         assert failed["subject"] is None
@@ -282,7 +283,12 @@ class TestReport:
         result = pytester.runpytest("--backend=cpu")
         assert (pytester.path / "reports" / "from-env.json").exists()
         result.stdout.fnmatch_lines(
-            ["ptrport: 2 results (1 passed, 1 failed) written to *from-env.json"]
+            [
+                "*= ptrport =*",
+                "backend  passed  failed  expected failures  unavailable",
+                "cpu           1       1                  0            0",
+                "report: *from-env.json",
+            ]
         )
 
     def test_a_platform_name_that_cannot_name_a_file_is_a_usage_error(

@@ -1,94 +1,299 @@
-"""Results and platform reports: plain data in, JSON out."""
+"""Results and platform reports: records in, JSON out, validated on the way back in."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 import torch
 
+from harness import schema
 from harness.batches import Batch, Entry
 from harness.records import Outcome, Result, describe, describe_example, exception_message
-from harness.report import SCHEMA, RunInfo, build_report, totals, write_report
+from harness.report import (
+    FINISHED,
+    INTERRUPTED,
+    SCHEMA,
+    ReportError,
+    ReportWriter,
+    RunInfo,
+    build_report,
+    journal_path,
+    load_report,
+    totals,
+    write_report,
+)
 
 RUN = RunInfo(
     started="2026-12-02T00:00:00+00:00",
-    finished="2026-12-02T00:01:00+00:00",
-    duration_s=60.0,
     hypothesis_profile="ci",
     seed="derandomized",
     backend_spec="cpu",
-    subjects=("uint64/torch",),
+    subjects=("uint64/torch", "int64/torch"),
 )
+FINISHED_RUN = RunInfo(
+    started=RUN.started,
+    hypothesis_profile="ci",
+    seed="derandomized",
+    backend_spec="cpu",
+    subjects=RUN.subjects,
+    status=FINISHED,
+    finished="2026-12-02T00:01:00+00:00",
+    duration_s=60.0,
+)
+FINGERPRINT: dict[str, Any] = {
+    "software": {"torch": "2.13.0+cpu", "triton": "3.9.0", "ipex": None, "ptrport": "0.1.0"},
+    "system": {"os": "Linux", "arch": "x86_64"},
+    "backends": {"cpu": {"available": True, "reason": None, "device_model": "Xeon"}},
+}
+TARGET: dict[str, Any] = {
+    "kind": "cpu",
+    "backend": "cpu",
+    "device_model": "Xeon",
+    "runtime": {},
+    "driver": None,
+}
 
 
-def _result(outcome: Outcome, subject: str = "uint64/torch") -> Result:
+def _result(outcome: Outcome, subject: str = "uint64/torch", check: str = "x") -> Result:
     return Result(
-        check="table_round_trip::test_x",
+        check=f"table_round_trip::{check}",
         scenario="table_round_trip",
         subject=subject,
         backend="cpu",
         outcome=outcome,
+        message="OverflowError: too large" if outcome is Outcome.XFAILED else None,
+        example={"src": "0x8000000000000000"} if outcome is Outcome.XFAILED else None,
+        examples=12,
+        duration_s=0.5,
+        nodeid=f"scenarios/test_table_round_trip.py::{check}[cpu-{subject}]",
+        body="harness.checks:an_entry_reads_back_bit_exact",
     )
 
 
-@pytest.mark.parametrize(
-    ("key", "value", "expected"),
-    [
-        ("address", 2**63, "0x8000000000000000"),
-        ("src", 2**64 - 1, "0xffffffffffffffff"),
-        ("dst", 2**63 - 1, "0x7fffffffffffffff"),
-        ("base_ptr", 0xFFFF85ABD4E00000, "0xffff85abd4e00000"),
-        ("nbytes", 2**63, 2**63),
-        ("capacity", 0, 0),
-        ("flag", True, True),
-        ("dtype", torch.float16, "float16"),
-    ],
-)
-def test_describe_shows_addresses_in_hex_and_other_values_as_they_are(
-    key: str, value: object, expected: object
-) -> None:
-    assert describe(value, key) == expected
+RESULTS = [_result(Outcome.PASSED), _result(Outcome.XFAILED, "int64/torch")]
 
 
-def test_describe_example_renders_batches_entry_by_entry() -> None:
-    batch = Batch((Entry(2**63, 2**64 - 4096, 0),))
-    assert describe_example({"batch": batch, "addresses": [1, 2**63]}) == {
-        "batch": [
-            {
-                "src": "0x8000000000000000",
-                "dst": "0xfffffffffffff000",
-                "nbytes": 0,
-                "synthetic": True,
-            }
-        ],
-        "addresses": ["0x0000000000000001", "0x8000000000000000"],
-    }
+def _header(platform_id: str = "lab-1") -> dict[str, Any]:
+    return build_report(
+        platform_id=platform_id,
+        fingerprint=FINGERPRINT,
+        execution_target=TARGET,
+        run=RUN,
+        results=(),
+    )
 
 
-def test_exception_message_is_the_type_and_first_line() -> None:
-    assert exception_message(OverflowError("too large\nmore")) == "OverflowError: too large"
-    assert exception_message(AssertionError()) == "AssertionError"
-    group = ExceptionGroup("two", [ValueError("a"), ExceptionGroup("inner", [KeyError("b")])])
-    assert exception_message(group) == "ValueError: a (and 1 more distinct failures)"
-
-
-def test_totals_list_every_outcome() -> None:
-    counted = totals([_result(Outcome.PASSED), _result(Outcome.XFAILED, "int64/torch")])
-    assert counted == {o.value: 0 for o in Outcome} | {"passed": 1, "xfailed": 1}
-
-
-def test_a_report_is_written_atomically_under_its_platform_id(tmp_path: Path) -> None:
-    results = [_result(Outcome.PASSED), _result(Outcome.XFAILED, "int64/torch")]
+def _written(tmp_path: Path, results: list[Result] = RESULTS) -> Path:
     report = build_report(
-        platform_id="lab-1", fingerprint={"software": {}}, run=RUN, results=results
+        platform_id="lab-1",
+        fingerprint=FINGERPRINT,
+        execution_target=TARGET,
+        run=FINISHED_RUN,
+        results=results,
     )
-    path = write_report(report, tmp_path / "reports")
-    assert path == tmp_path / "reports" / "lab-1.json"
-    written = json.loads(path.read_text())
-    assert written["schema"] == SCHEMA
-    assert written["platform"]["id"] == "lab-1"
-    assert written["totals"]["xfailed"] == 1
-    assert [r["subject"] for r in written["results"]] == ["uint64/torch", "int64/torch"]
-    assert list((tmp_path / "reports").iterdir()) == [path]
+    return write_report(report, tmp_path)
+
+
+class TestRecords:
+    @pytest.mark.parametrize(
+        ("key", "value", "expected"),
+        [
+            ("address", 2**63, "0x8000000000000000"),
+            ("src", 2**64 - 1, "0xffffffffffffffff"),
+            ("dst", 2**63 - 1, "0x7fffffffffffffff"),
+            ("base_ptr", 0xFFFF85ABD4E00000, "0xffff85abd4e00000"),
+            ("nbytes", 2**63, 2**63),
+            ("capacity", 0, 0),
+            ("flag", True, True),
+            ("dtype", torch.float16, "float16"),
+        ],
+    )
+    def test_describe_shows_addresses_in_hex_and_other_values_as_they_are(
+        self, key: str, value: object, expected: object
+    ) -> None:
+        assert describe(value, key) == expected
+
+    def test_describe_example_renders_batches_entry_by_entry(self) -> None:
+        batch = Batch((Entry(2**63, 2**64 - 4096, 0),))
+        assert describe_example({"batch": batch, "addresses": [1, 2**63]}) == {
+            "batch": {
+                "type": "batch",
+                "entries": [
+                    {
+                        "type": "entry",
+                        "src": "0x8000000000000000",
+                        "dst": "0xfffffffffffff000",
+                        "nbytes": 0,
+                        "synthetic": True,
+                    }
+                ],
+            },
+            "addresses": ["0x0000000000000001", "0x8000000000000000"],
+        }
+
+    def test_exception_message_is_the_type_and_first_line(self) -> None:
+        assert exception_message(OverflowError("too large\nmore")) == "OverflowError: too large"
+        assert exception_message(AssertionError()) == "AssertionError"
+        group = ExceptionGroup("two", [ValueError("a"), ExceptionGroup("in", [KeyError("b")])])
+        assert exception_message(group) == "ValueError: a (and 1 more distinct failures)"
+
+    def test_a_result_survives_its_record(self) -> None:
+        for result in RESULTS:
+            assert Result.from_record(result.to_record()) == result
+
+    def test_totals_list_every_outcome(self) -> None:
+        assert totals(RESULTS) == {o.value: 0 for o in Outcome} | {"passed": 1, "xfailed": 1}
+
+
+class TestSchema:
+    def test_the_schema_file_is_valid_json_schema(self) -> None:
+        jsonschema.Draft202012Validator.check_schema(schema.load_schema("report-1"))
+
+    def test_a_written_report_is_valid_for_the_reference_validator_too(
+        self, tmp_path: Path
+    ) -> None:
+        document = json.loads(_written(tmp_path).read_text())
+        jsonschema.Draft202012Validator(schema.load_schema("report-1")).validate(document)
+        assert schema.errors(document, schema.load_schema("report-1")) == []
+
+    @pytest.mark.parametrize(
+        ("change", "problem"),
+        [
+            (lambda d: d.pop("results"), "(top level): 'results' is missing"),
+            (lambda d: d.update(extra=1), "(top level): 'extra' is not allowed"),
+            (
+                lambda d: d["results"][1].update(outcome="bogus"),
+                "results[1].outcome: 'bogus' is not one of passed, failed",
+            ),
+            (
+                lambda d: d["results"][0].update(examples=-1),
+                "results[0].examples: -1 is less than 0",
+            ),
+            (
+                lambda d: d["results"][0].update(examples=True),
+                "results[0].examples: true is not of type integer",
+            ),
+            (
+                lambda d: d["platform"].update(id="../x"),
+                "platform.id: '../x' does not match",
+            ),
+            (
+                lambda d: d["execution_target"].update(kind="tpu"),
+                "execution_target.kind: 'tpu' is not one of cpu, gpu, other",
+            ),
+        ],
+    )
+    def test_the_validator_names_the_first_problem_and_where_it_is(
+        self, tmp_path: Path, change: Any, problem: str
+    ) -> None:
+        document = json.loads(_written(tmp_path).read_text())
+        change(document)
+        found = schema.errors(document, schema.load_schema("report-1"))
+        assert found and found[0].startswith(problem)
+        reference = jsonschema.Draft202012Validator(schema.load_schema("report-1"))
+        assert not reference.is_valid(document)
+
+
+class TestWriting:
+    def test_a_report_is_written_atomically_under_its_platform_id(self, tmp_path: Path) -> None:
+        path = _written(tmp_path / "reports")
+        assert path == tmp_path / "reports" / "lab-1.json"
+        written = json.loads(path.read_text())
+        assert written["schema"] == SCHEMA
+        assert written["complete"] is True
+        assert written["totals"]["xfailed"] == 1
+        assert list((tmp_path / "reports").iterdir()) == [path]
+
+    def test_the_writer_keeps_an_incomplete_report_and_a_journal_until_it_finishes(
+        self, tmp_path: Path
+    ) -> None:
+        writer = ReportWriter(tmp_path, _header())
+        writer.add(RESULTS[0])
+        during = load_report(writer.path)
+        assert during.complete is False
+        assert during.results == (RESULTS[0],)
+        assert journal_path(writer.path).exists()
+        writer.add(RESULTS[1])
+        path = writer.finish(FINISHED_RUN)
+        after = load_report(path)
+        assert after.complete is True
+        assert after.results == tuple(RESULTS)
+        assert after.run["status"] == FINISHED
+        assert not journal_path(path).exists()
+
+    def test_an_interrupted_run_keeps_its_results_marked_incomplete(self, tmp_path: Path) -> None:
+        writer = ReportWriter(tmp_path, _header())
+        writer.add(RESULTS[0])
+        interrupted = RunInfo(
+            started=RUN.started,
+            hypothesis_profile="ci",
+            seed="1",
+            backend_spec="cpu",
+            subjects=(),
+            status=INTERRUPTED,
+            finished="2026-12-02T00:00:30+00:00",
+            duration_s=30.0,
+        )
+        report = load_report(writer.finish(interrupted))
+        assert report.complete is False
+        assert report.run["status"] == INTERRUPTED
+        assert report.results == (RESULTS[0],)
+
+    def test_a_journal_line_cut_off_mid_write_is_left_out(self, tmp_path: Path) -> None:
+        writer = ReportWriter(tmp_path, _header())
+        writer.add(RESULTS[0])
+        writer.add(RESULTS[1])
+        journal = journal_path(writer.path)
+        text = journal.read_text()
+        journal.write_text(text[: len(text) - 40])
+        assert load_report(writer.path).results == (RESULTS[0],)
+
+
+class TestRefusals:
+    def test_a_report_truncated_in_the_middle_is_refused_in_one_line(self, tmp_path: Path) -> None:
+        path = _written(tmp_path)
+        text = path.read_text()
+        path.write_text(text[: len(text) // 2])
+        with pytest.raises(ReportError) as refused:
+            load_report(path)
+        message = str(refused.value)
+        assert message.startswith(f"{path}: not valid JSON (")
+        assert "truncated or corrupted" in message
+        assert "\n" not in message
+
+    @pytest.mark.parametrize(
+        ("text", "problem"),
+        [
+            ("[]", "not a ptrport report (no 'schema' field)"),
+            ('{"schema": "ptrport.report/0"}', "schema 'ptrport.report/0' is not supported"),
+            ('{"schema": "ptrport.report/1"}', "(top level): 'complete' is missing"),
+            ("", "not valid JSON"),
+        ],
+    )
+    def test_a_file_that_is_not_a_v1_report_is_refused_naming_the_file(
+        self, tmp_path: Path, text: str, problem: str
+    ) -> None:
+        path = tmp_path / "bad.json"
+        path.write_text(text)
+        with pytest.raises(ReportError, match=f"^{re.escape(str(path))}: ") as refused:
+            load_report(path)
+        assert problem in str(refused.value)
+
+    def test_a_missing_file_is_refused_naming_it(self, tmp_path: Path) -> None:
+        with pytest.raises(ReportError, match=re.escape("missing.json: cannot read it")):
+            load_report(tmp_path / "missing.json")
+
+    def test_a_corrupted_journal_line_before_the_last_is_refused(self, tmp_path: Path) -> None:
+        writer = ReportWriter(tmp_path, _header())
+        writer.add(RESULTS[0])
+        writer.add(RESULTS[1])
+        journal = journal_path(writer.path)
+        lines = journal.read_text().splitlines()
+        journal.write_text("\n".join(["{oops", *lines[1:]]) + "\n")
+        with pytest.raises(ReportError, match=re.escape("results.jsonl: line 1 is not valid JSON")):
+            load_report(writer.path)
