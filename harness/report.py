@@ -171,7 +171,7 @@ class PlatformReport:
         """The versions that identify this platform's software and runtime, by name."""
         found: dict[str, str] = {}
         for name, value in self.fingerprint.get("software", {}).items():
-            if value is not None and name != "ptrport":
+            if value is not None and name not in ("ptrport", "torch_built_for"):
                 found[name] = str(value)
         target = self.execution_target
         for name, value in target.get("runtime", {}).items():
@@ -201,7 +201,7 @@ def _parse(path: Path, text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportError(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            f"{path}: not valid JSON ({exc.msg}: line {exc.lineno}, column {exc.colno}); "
             "the file is truncated or corrupted"
         ) from None
 
@@ -252,13 +252,21 @@ def _defs() -> dict[str, Any]:
     return {"$defs": schema.load_schema(SCHEMA_FILE)["$defs"]}
 
 
-def load_report(path: Path) -> PlatformReport:
-    """Read and validate one platform report, with its journal if the run did not finish."""
+def _read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: cannot read it: {exc}") from None
-    report = report_from_document(_parse(path, text), path)
+    return _parse(path, text)
+
+
+def load_report(path: Path) -> PlatformReport:
+    """Read and validate one platform report, with its journal if the run did not finish."""
+    return _with_journal(report_from_document(_read_json(path), path))
+
+
+def _with_journal(report: PlatformReport) -> PlatformReport:
+    path = report.path
     journal = journal_path(path)
     if report.complete or not journal.exists():
         return report
@@ -279,25 +287,25 @@ MATRIX_SCHEMA = "ptrport.matrix/1"
 """A merged compatibility matrix; it carries the platform reports it was made from."""
 
 
-def _reports_in(path: Path) -> list[PlatformReport]:
+def _reports_in(path: Path, *, in_directory: bool = False) -> list[PlatformReport]:
     if path.is_dir():
         files = sorted(p for p in path.glob("*.json") if p.is_file())
-        if not files:
+        found = [r for p in files for r in _reports_in(p, in_directory=True)]
+        if not found:
             raise ReportError(f"{path}: no reports (*.json) in this directory")
-        return [r for p in files for r in _reports_in(p)]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read it: {exc}") from None
-    document = _parse(path, text)
+        return found
+    document = _read_json(path)
     if isinstance(document, dict) and document.get("schema") == MATRIX_SCHEMA:
+        if in_directory:
+            # A matrix merged from the reports beside it would name each platform twice.
+            return []
         embedded = document.get("reports")
         if not isinstance(embedded, list):
             raise ReportError(f"{path}: a matrix without its 'reports' list")
         return [
             report_from_document(d, Path(f"{path}#reports[{i}]")) for i, d in enumerate(embedded)
         ]
-    return [load_report(path)]
+    return [_with_journal(report_from_document(document, path))]
 
 
 def load_reports(paths: Sequence[Path]) -> list[PlatformReport]:

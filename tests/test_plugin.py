@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from harness.report import load_report
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -290,6 +296,49 @@ class TestReport:
                 "report: *from-env.json",
             ]
         )
+
+    def test_a_run_killed_midway_leaves_an_incomplete_report_with_every_finished_result(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        _use_profile(pytester)
+        pytester.makepyfile(
+            test_scenario="""
+            import pathlib
+            import time
+
+            def test_first(backend):
+                assert True
+
+            def test_second(backend):
+                assert False, "a failure before the kill"
+
+            def test_hangs(backend):
+                pathlib.Path("hanging").touch()
+                time.sleep(300)
+            """
+        )
+        process = pytester.popen(
+            [sys.executable, "-m", "pytest", "--backend=cpu", "--platform-name=killed"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not (pytester.path / "hanging").exists():
+                assert process.poll() is None, "pytest ended before the hanging test"
+                assert time.monotonic() < deadline, "the hanging test never started"
+                time.sleep(0.1)
+            process.send_signal(signal.SIGKILL)
+        finally:
+            process.wait(timeout=60)
+        assert process.returncode == -signal.SIGKILL
+        report = load_report(pytester.path / "reports" / "killed.json")
+        assert report.complete is False
+        assert report.run["status"] == "running"
+        assert [(r.check, r.outcome.value) for r in report.results] == [
+            ("scenario::test_first", "passed"),
+            ("scenario::test_second", "failed"),
+        ]
 
     def test_a_platform_name_that_cannot_name_a_file_is_a_usage_error(
         self, pytester: pytest.Pytester

@@ -1,0 +1,297 @@
+"""Regressions: what got worse on each platform between a baseline and the current reports,
+and the Markdown summary a CI job shows for it.
+
+A regression is a result that passed (or, for a control, xfailed) in the baseline and is bad
+now, unless an expectation names it as a known failure; a platform whose executed results
+dropped by more than ``coverage_drop``; or a platform that has no current report at all.
+
+Pure: reports in, values and text out; no pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from harness.expectations import Expectation, Expectations
+from harness.markup import markdown_text
+from harness.records import Outcome, Result
+from harness.report import PlatformReport
+
+GOOD = frozenset({Outcome.PASSED, Outcome.XFAILED})
+"""Outcomes a later bad result is a regression from."""
+LIST_LIMIT = 20
+"""Appeared and disappeared results are listed one by one only up to this many."""
+
+Key = tuple[str, str | None, str]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One result whose outcome changed between the baseline and now."""
+
+    was: Result
+    now: Result
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformDiff:
+    """One platform present in both the baseline and the current reports."""
+
+    platform_id: str
+    versions_changed: dict[str, tuple[str | None, str | None]]
+    """Name -> (baseline, current), None where the version is absent on that side."""
+    new_failures: tuple[Change, ...]
+    """Good before, bad now, and no expectation excuses it."""
+    known: tuple[tuple[Change, Expectation], ...]
+    """Good before, bad now, excused by the expectation beside it."""
+    fixed: tuple[Change, ...]
+    disappeared: tuple[Result, ...]
+    """In the baseline only, as they were there."""
+    appeared: tuple[Result, ...]
+    """In the current report only."""
+    executed_before: int
+    executed_after: int
+    coverage_lost: bool
+    incomplete: bool
+    """The current report is from a run that did not finish."""
+
+    @property
+    def regressions(self) -> int:
+        return len(self.new_failures) + int(self.coverage_lost)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diff:
+    platforms: tuple[PlatformDiff, ...]
+    """Platforms in both, in the order of the current reports."""
+    missing: tuple[PlatformReport, ...]
+    """Baseline reports of platforms that have no current report: all their coverage is gone."""
+    new: tuple[PlatformReport, ...]
+    """Current reports of platforms the baseline does not have; not a regression."""
+    stale: tuple[tuple[Expectation, str], ...]
+    """Expectations to remove, with why (see :meth:`Expectations.stale`)."""
+    coverage_drop: float
+
+    @property
+    def regressions(self) -> int:
+        return sum(p.regressions for p in self.platforms) + len(self.missing)
+
+    @property
+    def regressed(self) -> bool:
+        return self.regressions > 0
+
+
+def diff_reports(
+    baseline: Sequence[PlatformReport],
+    current: Sequence[PlatformReport],
+    *,
+    expectations: Expectations,
+    coverage_drop: float = 0.05,
+) -> Diff:
+    """Compare ``current`` with ``baseline``, platform by platform (paired by platform id).
+
+    ``coverage_drop`` is the fraction of executed results a platform may lose before that
+    counts as a regression: 0.05 lets 100 executed results become 95, not 94. Platform ids
+    must be unique within each side, as :func:`harness.report.load_reports` gives them.
+    """
+    if not 0 <= coverage_drop < 1:
+        raise ValueError(f"coverage_drop={coverage_drop!r} must be in [0, 1)")
+    before = _by_platform(baseline)
+    after = _by_platform(current)
+    return Diff(
+        platforms=tuple(
+            _platform_diff(before[p], report, expectations, coverage_drop)
+            for p, report in after.items()
+            if p in before
+        ),
+        missing=tuple(r for p, r in before.items() if p not in after),
+        new=tuple(r for p, r in after.items() if p not in before),
+        stale=tuple(expectations.stale(current)),
+        coverage_drop=coverage_drop,
+    )
+
+
+def _by_platform(reports: Sequence[PlatformReport]) -> dict[str, PlatformReport]:
+    found: dict[str, PlatformReport] = {}
+    for report in reports:
+        if report.platform_id in found:
+            raise ValueError(f"platform id {report.platform_id!r} is given twice")
+        found[report.platform_id] = report
+    return found
+
+
+def _platform_diff(
+    baseline: PlatformReport,
+    current: PlatformReport,
+    expectations: Expectations,
+    coverage_drop: float,
+) -> PlatformDiff:
+    was: dict[Key, Result] = {r.key: r for r in baseline.results}
+    now: dict[Key, Result] = {r.key: r for r in current.results}
+    changes = [Change(was[k], r) for k, r in now.items() if k in was]
+    worse = [c for c in changes if c.was.outcome in GOOD and c.now.outcome.bad]
+    excused = [(c, expectations.find(current.platform_id, c.now)) for c in worse]
+    before = sum(r.outcome.executed for r in baseline.results)
+    after = sum(r.outcome.executed for r in current.results)
+    return PlatformDiff(
+        platform_id=current.platform_id,
+        versions_changed=_versions_changed(baseline.versions(), current.versions()),
+        new_failures=tuple(c for c, e in excused if e is None),
+        known=tuple((c, e) for c, e in excused if e is not None),
+        fixed=tuple(c for c in changes if c.was.outcome.bad and c.now.outcome in GOOD),
+        disappeared=tuple(r for k, r in was.items() if k not in now),
+        appeared=tuple(r for k, r in now.items() if k not in was),
+        executed_before=before,
+        executed_after=after,
+        coverage_lost=after < before * (1 - coverage_drop),
+        incomplete=not current.complete,
+    )
+
+
+def _versions_changed(
+    before: dict[str, str], after: dict[str, str]
+) -> dict[str, tuple[str | None, str | None]]:
+    names = dict.fromkeys([*before, *after])
+    return {n: (before.get(n), after.get(n)) for n in names if before.get(n) != after.get(n)}
+
+
+def to_markdown(diff: Diff) -> str:
+    """The diff as a GitHub job summary: the verdict first, then each platform's changes,
+    then missing and new platforms and stale expectations. Text from reports and from the
+    expectations file is escaped."""
+    lines = [f"## ptrport diff: {_verdict(diff.regressions)}", "", _summary(diff), ""]
+    for platform in diff.platforms:
+        lines += _platform_section(platform, diff.coverage_drop)
+    if diff.missing:
+        lines += ["### Missing platforms", "", "In the baseline, with no current report:", ""]
+        lines += _table(
+            ["platform", "executed in the baseline"],
+            [[markdown_text(r.platform_id), str(_executed(r))] for r in diff.missing],
+        )
+    if diff.new:
+        lines += ["### New platforms", "", "No baseline to compare with:", ""]
+        lines += _table(
+            ["platform", "executed"],
+            [[markdown_text(r.platform_id), str(_executed(r))] for r in diff.new],
+        )
+    if diff.stale:
+        lines += ["### Stale expectations", "", "Remove these entries:", ""]
+        lines += _table(
+            ["entry", "check", "why", "reason"],
+            [
+                [f"known\\[{e.index}\\]", markdown_text(e.check), why, markdown_text(e.reason)]
+                for e, why in diff.stale
+            ],
+        )
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _verdict(count: int) -> str:
+    if count == 0:
+        return "no regressions"
+    return f"{count} regression" if count == 1 else f"{count} regressions"
+
+
+def _summary(diff: Diff) -> str:
+    counts = {
+        "new failures": sum(len(p.new_failures) for p in diff.platforms),
+        "known failures": sum(len(p.known) for p in diff.platforms),
+        "fixed": sum(len(p.fixed) for p in diff.platforms),
+        "platforms that lost coverage": sum(p.coverage_lost for p in diff.platforms),
+        "missing platforms": len(diff.missing),
+        "new platforms": len(diff.new),
+        "stale expectations": len(diff.stale),
+    }
+    shown = [f"{what}: {n}" for what, n in counts.items() if n]
+    return "; ".join([f"platforms compared: {len(diff.platforms)}", *shown]) + "."
+
+
+def _platform_section(platform: PlatformDiff, coverage_drop: float) -> list[str]:
+    versions = ", ".join(
+        f"{markdown_text(name)} {_version(old)} → {_version(new)}"
+        for name, (old, new) in platform.versions_changed.items()
+    )
+    heading = f"### {markdown_text(platform.platform_id)}"
+    lines = [f"{heading} ({versions})" if versions else heading, ""]
+    if platform.incomplete:
+        lines += [
+            "> **Warning:** the current report is incomplete: its run did not finish, so "
+            "results may be missing because they never ran.",
+            "",
+        ]
+    if platform.new_failures:
+        lines += [f"**New failures ({len(platform.new_failures)})**", ""]
+        lines += _table(
+            [*_RESULT_COLUMNS, "was", "now", "message"],
+            [[*_changed(c), markdown_text(c.now.message or "")] for c in platform.new_failures],
+        )
+    if platform.known:
+        lines += [f"**Known failures ({len(platform.known)})**, not counted", ""]
+        lines += _table(
+            [*_RESULT_COLUMNS, "was", "now", "reason", "issue"],
+            [[*_changed(c), markdown_text(e.reason), _link(e.issue)] for c, e in platform.known],
+        )
+    if platform.fixed:
+        lines += [f"**Fixed ({len(platform.fixed)})**", ""]
+        lines += _table([*_RESULT_COLUMNS, "was", "now"], [_changed(c) for c in platform.fixed])
+    lines += _listed("Disappeared", "in the baseline, not now", platform.disappeared)
+    lines += _listed("Appeared", "not in the baseline", platform.appeared)
+    lines += [_coverage(platform, coverage_drop), ""]
+    return lines
+
+
+_RESULT_COLUMNS = ("check", "subject", "backend")
+
+
+def _cells(result: Result) -> list[str]:
+    subject = "—" if result.subject is None else markdown_text(result.subject)
+    return [markdown_text(result.check), subject, markdown_text(result.backend)]
+
+
+def _changed(change: Change) -> list[str]:
+    return [
+        *_cells(change.now),
+        markdown_text(change.was.outcome.value),
+        markdown_text(change.now.outcome.value),
+    ]
+
+
+def _listed(title: str, meaning: str, results: Sequence[Result]) -> list[str]:
+    if not results:
+        return []
+    lines = [f"**{title} ({len(results)})**, {meaning}", ""]
+    if len(results) > LIST_LIMIT:
+        return [*lines, f"Too many to list here (more than {LIST_LIMIT}).", ""]
+    rows = [[*_cells(r), markdown_text(r.outcome.value)] for r in results]
+    return lines + _table([*_RESULT_COLUMNS, "outcome"], rows)
+
+
+def _coverage(platform: PlatformDiff, coverage_drop: float) -> str:
+    before, after = platform.executed_before, platform.executed_after
+    change = f" ({(after - before) / before:+.1%})" if before else ""
+    line = f"Coverage: {before} → {after} results executed{change}"
+    if platform.coverage_lost:
+        return f"{line}: **coverage lost**, more than {coverage_drop * 100:g}% fewer."
+    return line + "."
+
+
+def _version(value: str | None) -> str:
+    return "—" if value is None else markdown_text(value)
+
+
+def _link(issue: str | None) -> str:
+    # The expectations file accepts only http(s) URLs without spaces, so the escaped text is
+    # a valid link destination too.
+    return "" if issue is None else f"[{markdown_text(issue)}]({markdown_text(issue)})"
+
+
+def _executed(report: PlatformReport) -> int:
+    return sum(r.outcome.executed for r in report.results)
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A Markdown table, then a blank line; cells are Markdown already."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]

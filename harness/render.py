@@ -1,0 +1,386 @@
+"""Text out of a :class:`~harness.matrix.Matrix`: Markdown for a CI job summary, one
+self-contained HTML page, JSON.
+
+Every text that came from a report (messages, ids, versions, examples) can hold anything, so
+each one goes through :mod:`harness.markup` on its way out. The HTML page has no script and
+loads nothing; its only external links are issue URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.markup import html_text, markdown_code, markdown_text
+from harness.matrix import Cell, CellState, Column, Matrix, Platform, Row
+
+TITLE = "ptrport compatibility matrix"
+MAIN_VERSIONS = ("torch", "triton", "ipex", "device")
+"""The versions a column header shows; the totals table shows them all."""
+
+LABELS: dict[CellState, str] = {
+    CellState.PASSED: "pass",
+    CellState.FAILED: "FAIL",
+    CellState.KNOWN_FAILURE: "known",
+    CellState.EXPECTED_FAILURE: "xfail",
+    CellState.UNEXPECTED_PASS: "XPASS",
+    CellState.SKIPPED: "skip",
+    CellState.UNAVAILABLE: "n/a",
+    CellState.CRASHED: "CRASH",
+    CellState.ERROR: "ERROR",
+    CellState.NOT_RUN: "—",
+}
+_COUNT_HEADERS = {**LABELS, CellState.NOT_RUN: "not run"}
+
+# Only plain https URLs become links: no quotes, brackets, spaces or backslashes, which could
+# end a Markdown link destination or an attribute early.
+_ISSUE_URL = re.compile(r"https://[A-Za-z0-9.-]+(?:/[A-Za-z0-9._~/?#@!$&*+,;=%:-]*)?")
+
+
+class RenderError(HarnessError):
+    """A matrix that cannot be written: ``<path>: <problem>``."""
+
+
+def _state_counts(matrix: Matrix, index: int) -> Counter[CellState]:
+    return Counter(row.cells[index].state for row in matrix.rows)
+
+
+def _columns_of(matrix: Matrix, platform: Platform) -> Iterator[tuple[int, Column]]:
+    for index, column in enumerate(matrix.columns):
+        if column.platform_id == platform.platform_id:
+            yield index, column
+
+
+def _idle_backends(matrix: Matrix, platform: Platform) -> dict[str, str]:
+    """What the totals table says about a platform's backends that are not columns, so that
+    a platform with no column at all still shows up."""
+    idle = {name: f"not available: {reason}" for name, reason in platform.unavailable.items()}
+    if not idle and not any(True for _ in _columns_of(matrix, platform)):
+        idle["—"] = "no results"
+    return idle
+
+
+def _main_versions(column: Column) -> list[str]:
+    return [f"{n} {column.versions[n]}" for n in MAIN_VERSIONS if column.versions.get(n)]
+
+
+def _all_versions(versions: dict[str, str]) -> list[str]:
+    return [f"{name} {value}" for name, value in versions.items()]
+
+
+def _run_state(platform: Platform) -> str:
+    return "complete" if platform.complete else f"incomplete ({platform.status or 'unknown'})"
+
+
+def _short_check(row: Row) -> str:
+    return row.check.removeprefix(f"{row.scenario}::")
+
+
+_Place = tuple[str, int, int]
+"""Where a cell is: scenario, row within the scenario, column."""
+
+
+def _detailed_cells(matrix: Matrix) -> Iterator[tuple[_Place, Row, Column, Cell]]:
+    """Cells worth a closer look, in the order the tables show them."""
+    for scenario in matrix.scenarios:
+        for number, row in enumerate(matrix.rows_of(scenario)):
+            for index, (column, cell) in enumerate(zip(matrix.columns, row.cells, strict=True)):
+                if cell.state.detailed:
+                    yield (scenario, number, index), row, column, cell
+
+
+def _example_json(example: dict[str, Any]) -> str:
+    return json.dumps(example, indent=2, ensure_ascii=False)
+
+
+# Markdown
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _md_lines(parts: list[str]) -> str:
+    return "<br>".join(markdown_text(p) for p in parts)
+
+
+def _md_label(state: CellState) -> str:
+    return f"**{LABELS[state]}**" if state.bad else LABELS[state]
+
+
+def _md_issue(issue: str) -> str:
+    if _ISSUE_URL.fullmatch(issue):
+        return f"[{markdown_text(issue)}]({issue})"
+    return markdown_text(issue)
+
+
+def _md_totals(matrix: Matrix) -> list[str]:
+    states = list(CellState)
+    lines = [
+        _md_row(["platform", "backend", "run", *(_COUNT_HEADERS[s] for s in states), "versions"]),
+        _md_row(["---"] * (len(states) + 4)),
+    ]
+    for platform in matrix.platforms:
+        run = markdown_text(_run_state(platform))
+        run = run if platform.complete else f"**{run}**"
+        for index, column in _columns_of(matrix, platform):
+            counts = _state_counts(matrix, index)
+            shown = [f"**{counts[s]}**" if s.bad and counts[s] else str(counts[s]) for s in states]
+            lines.append(
+                _md_row(
+                    [
+                        markdown_text(platform.platform_id),
+                        markdown_text(column.backend),
+                        run,
+                        *shown,
+                        _md_lines(_all_versions(column.versions)),
+                    ]
+                )
+            )
+        for backend, reason in _idle_backends(matrix, platform).items():
+            lines.append(
+                _md_row(
+                    [
+                        markdown_text(platform.platform_id),
+                        markdown_text(backend),
+                        markdown_text(reason),
+                        *([""] * (len(states) + 1)),
+                    ]
+                )
+            )
+    return lines
+
+
+def _md_scenario(matrix: Matrix, scenario: str, numbers: dict[_Place, int]) -> list[str]:
+    headers = []
+    for column in matrix.columns:
+        parts = [f"{column.platform_id} / {column.backend}", *_main_versions(column)]
+        incomplete = "" if column.complete else "<br>**incomplete**"
+        headers.append(_md_lines(parts) + incomplete)
+    lines = [
+        f"## {markdown_text(scenario)}",
+        "",
+        _md_row(["check", "subject", *headers]),
+        _md_row(["---"] * (len(matrix.columns) + 2)),
+    ]
+    for position, row in enumerate(matrix.rows_of(scenario)):
+        shown = []
+        for index, cell in enumerate(row.cells):
+            number = numbers.get((scenario, position, index))
+            shown.append(_md_label(cell.state) + ("" if number is None else f" ({number})"))
+        subject = "(none)" if row.subject is None else markdown_text(row.subject)
+        lines.append(_md_row([markdown_text(_short_check(row)), subject, *shown]))
+    return [*lines, ""]
+
+
+def _md_failure(number: int, row: Row, column: Column, cell: Cell) -> list[str]:
+    where = [row.check, row.subject or "(no subject)", column.name]
+    lines = [
+        f"### ({number}) {_md_label(cell.state)} " + " · ".join(markdown_text(w) for w in where),
+        "",
+    ]
+    if cell.reason is not None:
+        issue = "" if cell.issue is None else f" ({_md_issue(cell.issue)})"
+        lines += [f"Known: {markdown_text(cell.reason)}{issue}", ""]
+    if cell.message:
+        lines += [f"Message: {markdown_text(cell.message)}", ""]
+    if cell.nodeid:
+        lines += [f"Rerun: {markdown_text(cell.nodeid)}", ""]
+    if cell.example is not None:
+        lines += ["Minimal counterexample:", "", markdown_code(_example_json(cell.example)), ""]
+    return lines
+
+
+def to_markdown(matrix: Matrix) -> str:
+    """The matrix as GitHub-flavoured Markdown, sized for a job summary: totals per platform
+    and backend with their versions, a table per scenario, then each failing, known, expected
+    or unexpected result with its message and minimal counterexample."""
+    detailed = list(_detailed_cells(matrix))
+    numbers = {place: n for n, (place, *_) in enumerate(detailed, 1)}
+    lines = [f"# {TITLE}", "", *_md_totals(matrix), ""]
+    if not matrix.rows:
+        lines += ["No results.", ""]
+    for scenario in matrix.scenarios:
+        lines += _md_scenario(matrix, scenario, numbers)
+    if detailed:
+        lines += ["## Failures", ""]
+        for number, (_, row, column, cell) in enumerate(detailed, 1):
+            lines += _md_failure(number, row, column, cell)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# HTML
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1f2328; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #d0d7de; padding: 0.25em 0.5em; vertical-align: top; }
+thead th { background: #f6f8fa; text-align: left; }
+tbody th { text-align: left; font-weight: normal; font-family: ui-monospace, monospace; }
+td.count { text-align: right; }
+.versions { color: #57606a; font-size: 90%; font-weight: normal; }
+.incomplete { color: #9a6700; font-weight: bold; }
+.passed { background: #dafbe1; }
+.failed, .unexpected-pass, .crashed, .error { background: #ffebe9; font-weight: bold; }
+.known-failure { background: #fff8c5; }
+.expected-failure { background: #ddf4ff; }
+.skipped, .unavailable, .not-run { color: #57606a; }
+details summary { cursor: pointer; }
+.message { white-space: pre-wrap; font-weight: normal; }
+pre { background: #f6f8fa; padding: 0.5em; margin: 0.25em 0; font-weight: normal; }
+""".strip()
+
+# Even if some text escaped its escaping, the page may not run or load anything.
+_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+
+def _css_class(state: CellState) -> str:
+    return state.value.replace(" ", "-")
+
+
+def _html_lines(parts: list[str]) -> str:
+    return "<br>".join(html_text(p) for p in parts)
+
+
+def _html_issue(issue: str) -> str:
+    if _ISSUE_URL.fullmatch(issue):
+        return f'<a href="{html_text(issue)}">{html_text(issue)}</a>'
+    return html_text(issue)
+
+
+def _tag(name: str, body: str, css: str = "", **attributes: str) -> str:
+    attrs = "".join(f' {k}="{html_text(v)}"' for k, v in attributes.items())
+    if css:
+        attrs = f' class="{html_text(css)}"' + attrs
+    return f"<{name}{attrs}>{body}</{name}>"
+
+
+def _html_totals(matrix: Matrix) -> str:
+    states = list(CellState)
+    head = "".join(
+        _tag("th", html_text(h))
+        for h in ["platform", "backend", "run", *(_COUNT_HEADERS[s] for s in states), "versions"]
+    )
+    rows = []
+    for platform in matrix.platforms:
+        run_css = "" if platform.complete else "incomplete"
+        run = _tag("td", html_text(_run_state(platform)), run_css)
+        name = _tag("td", html_text(platform.platform_id))
+        for index, column in _columns_of(matrix, platform):
+            counts = _state_counts(matrix, index)
+            shown = "".join(
+                _tag("td", str(counts[s]), f"count {_css_class(s)}" if counts[s] else "count")
+                for s in states
+            )
+            versions = _tag("td", _html_lines(_all_versions(column.versions)), "versions")
+            rows.append(
+                _tag("tr", name + _tag("td", html_text(column.backend)) + run + shown + versions)
+            )
+        for backend, reason in _idle_backends(matrix, platform).items():
+            cells = (
+                name
+                + _tag("td", html_text(backend))
+                + _tag(
+                    "td",
+                    html_text(reason),
+                    "unavailable",
+                    colspan=str(len(states) + 2),
+                )
+            )
+            rows.append(_tag("tr", cells))
+    return _tag("table", _tag("thead", _tag("tr", head)) + _tag("tbody", "".join(rows)), "totals")
+
+
+def _html_details(cell: Cell) -> str:
+    parts = [_tag("summary", html_text(LABELS[cell.state]))]
+    if cell.reason is not None:
+        issue = "" if cell.issue is None else f" ({_html_issue(cell.issue)})"
+        parts.append(_tag("p", "known: " + html_text(cell.reason) + issue, "message"))
+    if cell.message:
+        parts.append(_tag("p", html_text(cell.message), "message"))
+    if cell.example is not None:
+        parts.append(_tag("pre", html_text(_example_json(cell.example))))
+    if cell.nodeid:
+        parts.append(_tag("p", "rerun: " + _tag("code", html_text(cell.nodeid)), "message"))
+    return _tag("details", "".join(parts))
+
+
+def _html_cell(cell: Cell) -> str:
+    body = _html_details(cell) if cell.state.detailed else html_text(LABELS[cell.state])
+    title = cell.message if cell.message and not cell.state.detailed else cell.state.value
+    return _tag("td", body, _css_class(cell.state), title=title)
+
+
+def _html_scenario(matrix: Matrix, scenario: str) -> str:
+    headers = [_tag("th", "check"), _tag("th", "subject")]
+    for column in matrix.columns:
+        body = _tag("strong", html_text(f"{column.platform_id} / {column.backend}"))
+        body += "<br>" + _tag("span", _html_lines(_main_versions(column)), "versions")
+        if not column.complete:
+            body += "<br>" + _tag("span", "incomplete", "incomplete")
+        headers.append(_tag("th", body))
+    rows = []
+    for row in matrix.rows_of(scenario):
+        subject = "(none)" if row.subject is None else row.subject
+        cells = _tag("th", html_text(_short_check(row)), title=row.check, scope="row")
+        cells += _tag("td", html_text(subject))
+        cells += "".join(_html_cell(c) for c in row.cells)
+        rows.append(_tag("tr", cells))
+    table = _tag("thead", _tag("tr", "".join(headers))) + _tag("tbody", "".join(rows))
+    return _tag("section", _tag("h2", html_text(scenario)) + _tag("table", table, "matrix"))
+
+
+def to_html(matrix: Matrix) -> str:
+    """The matrix as one HTML page that needs nothing else: totals per platform and backend,
+    incomplete runs marked, a table per scenario where each failing cell opens onto its
+    message and minimal counterexample. No script, no external assets."""
+    body = [
+        _tag("h1", html_text(TITLE)),
+        _tag("section", _tag("h2", "Platforms") + _html_totals(matrix)),
+    ]
+    if not matrix.rows:
+        body.append(_tag("p", "No results."))
+    body += [_html_scenario(matrix, s) for s in matrix.scenarios]
+    head = (
+        '<meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{html_text(_POLICY)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html_text(TITLE)}</title><style>\n{_STYLE}\n</style>"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>{head}</head>\n<body>\n'
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def to_json(matrix: Matrix) -> str:
+    """The matrix's record (reports embedded) as indented JSON."""
+    return json.dumps(matrix.to_record(), indent=2)
+
+
+FORMATS: dict[str, Callable[[Matrix], str]] = {
+    ".md": to_markdown,
+    ".html": to_html,
+    ".json": to_json,
+}
+
+
+def write(matrix: Matrix, out: Path) -> None:
+    """Write the matrix to ``out`` in the format its extension names (``.md``, ``.html``,
+    ``.json``); raise :class:`RenderError` for any other extension or a file that cannot be
+    written."""
+    render = FORMATS.get(out.suffix.lower())
+    if render is None:
+        raise RenderError(f"{out}: unknown output format '{out.suffix}'; use .md, .html or .json")
+    text = render(matrix)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise RenderError(f"{out}: cannot write it: {exc.strerror or exc}") from None

@@ -1,0 +1,176 @@
+"""Repro scripts: examples rebuilt from their records, scripts that rerun the failing check."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from harness.allocations import allocate
+from harness.backends import CpuBackend
+from harness.batches import Batch, Entry
+from harness.records import Outcome, Result, describe_example
+from harness.report import PlatformReport
+from harness.repro import ReplayData, ReproError, rebuild, script, select, write_scripts
+
+CPU = CpuBackend()
+INT64_FAILURE = {"src": "0x0000000000000000", "dst": "0x8000000000000000", "nbytes": 0}
+OVERFLOW = "OverflowError: Python int too large to convert to C long"
+
+
+def _result(
+    subject_name: str,
+    example: dict[str, Any],
+    *,
+    body: str = "harness.checks:an_entry_reads_back_bit_exact",
+    check: str = "table_round_trip::test_an_entry_reads_back_bit_exact",
+    outcome: Outcome = Outcome.XFAILED,
+) -> Result:
+    return Result(
+        check=check,
+        scenario=check.split("::")[0],
+        subject=subject_name,
+        backend="cpu",
+        outcome=outcome,
+        message=OVERFLOW,
+        example=example,
+        body=body,
+    )
+
+
+def _report(*results: Result) -> PlatformReport:
+    return PlatformReport(
+        path=Path("reports/lab-1.json"),
+        platform_id="lab-1",
+        fingerprint={"software": {"torch": str(torch.__version__)}, "system": {}, "backends": {}},
+        execution_target={"kind": "cpu", "backend": "cpu", "runtime": {}, "driver": None},
+        run={},
+        complete=True,
+        results=results,
+    )
+
+
+def _run(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_rebuild_reads_hex_addresses_as_ints_and_leaves_other_values() -> None:
+    assert rebuild(INT64_FAILURE, CPU) == {"src": 0, "dst": 2**63, "nbytes": 0}
+    assert rebuild({"steps": [["0xffffffffffffffff", 3]]}, CPU) == {"steps": [[2**64 - 1, 3]]}
+
+
+def test_rebuild_makes_real_entries_again_with_the_same_bytes_at_the_same_offsets() -> None:
+    src = allocate(CPU, dtype=torch.float32, numel=16, offset=3, fill_seed=11)
+    dst = allocate(CPU, dtype=torch.int64, numel=4, offset=1, fill_seed=12)
+    batch = Batch((Entry(src.address + 5, dst.address + 2, 7, src, dst), Entry(2**63, 2**63, 0)))
+    rebuilt = rebuild(describe_example({"batch": batch}), CPU)["batch"]
+    assert isinstance(rebuilt, Batch)
+    real, synthetic = rebuilt.entries
+    assert real.src_allocation is not None and real.dst_allocation is not None
+    assert torch.equal(real.src_allocation.snapshot(), src.snapshot())
+    assert torch.equal(real.dst_allocation.snapshot(), dst.snapshot())
+    assert real.src_allocation.dtype == torch.float32
+    assert (real.src - real.src_allocation.address, real.dst - real.dst_allocation.address) == (
+        5,
+        2,
+    )
+    assert real.nbytes == 7
+    assert (synthetic.src, synthetic.dst, synthetic.nbytes, synthetic.synthetic) == (
+        2**63,
+        2**63,
+        0,
+        True,
+    )
+
+
+def test_replayed_draws_come_back_by_label_and_a_missing_one_is_refused() -> None:
+    data = ReplayData({"batch": 1, "n": 2})
+    assert data.draw(object(), label="n") == 2
+    assert data.draw(object(), label="batch") == 1
+    with pytest.raises(ReproError, match="no draw labelled 'spare'"):
+        data.draw(object(), label="spare")
+
+
+def test_the_int64_controls_repro_fails_the_same_way_and_prints_the_example_in_hex(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "repro.py"
+    path.write_text(script(_result("int64/torch", INT64_FAILURE), _report()))
+    done = _run(path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "'dst': '0x8000000000000000'" in done.stdout
+    assert f"FAILED: {OVERFLOW}" in done.stdout
+    assert "the same failure as reported" in done.stdout
+
+
+def test_the_same_example_on_the_uint64_fix_does_not_reproduce(tmp_path: Path) -> None:
+    path = tmp_path / "repro.py"
+    path.write_text(script(_result("uint64/torch", INT64_FAILURE), _report()))
+    done = _run(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "passed: the failure did not reproduce here" in done.stdout
+
+
+def test_a_repro_of_a_batch_with_real_entries_runs_the_copy_again(tmp_path: Path) -> None:
+    src = allocate(CPU, dtype=torch.uint8, numel=64, fill_seed=1)
+    dst = allocate(CPU, dtype=torch.uint8, numel=64, fill_seed=2)
+    batch = Batch((Entry(src.address + 8, dst.address, 32, src, dst),))
+    result = _result(
+        "uint64/ctypes",
+        describe_example({"batch": batch}),
+        body="harness.checks:real_entries_are_copied_exactly",
+        check="batch_copy::test_real_entries_are_copied_exactly",
+        outcome=Outcome.FAILED,
+    )
+    path = tmp_path / "repro.py"
+    path.write_text(script(result, _report()))
+    done = _run(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "'nbytes': 32" in done.stdout
+
+
+def test_a_repro_names_what_is_missing_when_it_cannot_run(tmp_path: Path) -> None:
+    path = tmp_path / "repro.py"
+    result = _result("int64/torch", INT64_FAILURE, body="harness.checks:no_such_check")
+    path.write_text(script(result, _report()))
+    done = _run(path)
+    assert done.returncode == 2
+    assert "cannot import the check body harness.checks:no_such_check" in done.stdout
+
+
+def test_select_needs_a_failure_and_names_the_candidates_when_several_match() -> None:
+    report = _report(_result("int64/torch", INT64_FAILURE), _result("int64/ctypes", INT64_FAILURE))
+    check = "table_round_trip::test_an_entry_reads_back_bit_exact"
+    assert select(report, check=check, subject="int64/ctypes").subject == "int64/ctypes"
+    with pytest.raises(ReproError, match="failed for int64/torch on cpu, int64/ctypes on cpu"):
+        select(report, check=check)
+    with pytest.raises(ReproError, match="no failure with an example for check 'nope'"):
+        select(report, check="nope")
+
+
+def test_write_scripts_writes_one_file_per_failure(tmp_path: Path) -> None:
+    passed = Result("a::b", "a", "uint64/torch", "cpu", Outcome.PASSED)
+    report = _report(
+        _result("int64/torch", INT64_FAILURE), _result("int64/ctypes", INT64_FAILURE), passed
+    )
+    written = write_scripts(report, tmp_path / "repros")
+    assert [p.name for p in written] == [
+        "table_round_trip-test_an_entry_reads_back_bit_exact-int64_torch-cpu.py",
+        "table_round_trip-test_an_entry_reads_back_bit_exact-int64_ctypes-cpu.py",
+    ]
+    assert all("run_check(" in p.read_text() for p in written)
+
+
+def test_text_from_the_report_cannot_break_out_of_the_scripts_comments(tmp_path: Path) -> None:
+    result = _result("int64/torch", INT64_FAILURE)
+    hostile = Result(**{**result.__dict__, "message": "x\nimport os; os._exit(7)\n"})
+    path = tmp_path / "repro.py"
+    path.write_text(script(hostile, _report()))
+    done = _run(path)
+    assert done.returncode == 1, done.stdout + done.stderr
