@@ -3,55 +3,26 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Unpack
 
 import pytest
+from sample_reports import ReportParts, document, expectations_file, result, unwritten_report
 
 from harness.diff import Diff, diff_reports, to_markdown
-from harness.expectations import NOW_PASSES, Expectations, load_expectations
+from harness.expectations import NOW_PASSES, Expectations
 from harness.markup import markdown_text
 from harness.records import Outcome, Result
-from harness.report import (
-    FINISHED,
-    INTERRUPTED,
-    PlatformReport,
-    RunInfo,
-    build_report,
-    load_reports,
-    report_from_document,
-    write_report,
-)
+from harness.report import INTERRUPTED, load_reports, write_report
 
 SUBJECTS = ("uint64/torch", "int64-bitcast/torch")
 CHECKS = tuple(f"table_round_trip::test_property_{i}" for i in range(10))
 CONTROL_CHECK = "table_round_trip::test_the_control_overflows"
 FIRST = (CHECKS[0], "uint64/torch", "cpu")
-SOFTWARE = {"torch": "2.13.0+cpu", "triton": "3.9.0", "ptrport": "0.1.0"}
-
-
-def _result(
-    check: str,
-    outcome: Outcome,
-    *,
-    subject_name: str | None = "uint64/torch",
-    message: str | None = None,
-) -> Result:
-    return Result(
-        check=check,
-        scenario="table_round_trip",
-        subject=subject_name,
-        backend="cpu",
-        outcome=outcome,
-        message=message,
-        nodeid=f"scenarios/test_table_round_trip.py::{check.split('::')[1]}[cpu-{subject_name}]",
-    )
-
 
 BASELINE = (
-    *(_result(c, Outcome.PASSED, subject_name=s) for c in CHECKS for s in SUBJECTS),
-    _result(CONTROL_CHECK, Outcome.XFAILED, subject_name="int64/torch", message="OverflowError"),
+    *(result(c, Outcome.PASSED, subject=s) for c in CHECKS for s in SUBJECTS),
+    result(CONTROL_CHECK, Outcome.XFAILED, subject="int64/torch", message="OverflowError"),
 )
 """20 passed results and a control caught: 21 executed."""
 
@@ -74,72 +45,17 @@ def _changed(key: tuple[str, str | None, str], outcome: Outcome, message: str = 
     ]
 
 
-def _document(
-    platform_id: str,
-    results: list[Result] | tuple[Result, ...] = BASELINE,
-    *,
-    software: Mapping[str, str | None] | None = None,
-    status: str = FINISHED,
-) -> dict[str, Any]:
-    run = RunInfo(
-        started="2026-12-02T00:00:00+00:00",
-        hypothesis_profile="ci",
-        seed="derandomized",
-        backend_spec="cpu",
-        subjects=SUBJECTS,
-        status=status,
-        finished="2026-12-02T00:01:00+00:00",
-        duration_s=60.0,
-    )
-    fingerprint: dict[str, Any] = {
-        "software": dict(software or SOFTWARE),
-        "system": {"os": "Linux", "arch": "x86_64"},
-        "backends": {"cpu": {"available": True, "reason": None}},
-    }
-    target: dict[str, Any] = {
-        "kind": "cpu",
-        "backend": "cpu",
-        "device_model": "Xeon",
-        "runtime": {},
-        "driver": None,
-    }
-    return build_report(
-        platform_id=platform_id,
-        fingerprint=fingerprint,
-        execution_target=target,
-        run=run,
-        results=list(results),
-    )
-
-
-def _report(
-    platform_id: str,
-    results: list[Result] | tuple[Result, ...] = BASELINE,
-    *,
-    software: Mapping[str, str | None] | None = None,
-    status: str = FINISHED,
-) -> PlatformReport:
-    document = _document(platform_id, results, software=software, status=status)
-    return report_from_document(document, Path(f"{platform_id}.json"))
-
-
 def _diff(
     current: list[Result] | tuple[Result, ...],
     expectations: Expectations | None = None,
-    **changes: Any,
+    **changes: Unpack[ReportParts],
 ) -> Diff:
     """The diff of one platform, ``lab-1``, against the baseline results."""
     return diff_reports(
-        [_report("lab-1")],
-        [_report("lab-1", current, **changes)],
+        [unwritten_report("lab-1", BASELINE)],
+        [unwritten_report("lab-1", current, **changes)],
         expectations=expectations or Expectations.none(),
     )
-
-
-def _expectations(tmp_path: Path, text: str) -> Expectations:
-    path = tmp_path / "expectations.toml"
-    path.write_text(text, encoding="utf-8")
-    return load_expectations(path)
 
 
 class TestRegressions:
@@ -170,7 +86,7 @@ class TestRegressions:
     def test_a_new_failure_an_expectation_names_is_known_and_not_a_regression(
         self, tmp_path: Path
     ) -> None:
-        expectations = _expectations(
+        expectations = expectations_file(
             tmp_path,
             f'[[known]]\ncheck = "{CHECKS[0]}"\nsubjects = ["uint64/torch"]\n'
             'platforms = ["lab-1"]\nreason = "uint64 copy_ is missing"\n',
@@ -184,7 +100,7 @@ class TestRegressions:
         assert expectation is expectations.entries[0]
 
     def test_an_expectation_cannot_excuse_a_control_that_went_blind(self, tmp_path: Path) -> None:
-        expectations = _expectations(
+        expectations = expectations_file(
             tmp_path, f'[[known]]\ncheck = "{CONTROL_CHECK}"\nreason = "flaky"\n'
         )
         diff = _diff(_changed((CONTROL_CHECK, "int64/torch", "cpu"), Outcome.XPASSED), expectations)
@@ -192,8 +108,8 @@ class TestRegressions:
 
     def test_a_bad_result_that_is_good_again_is_fixed(self) -> None:
         diff = diff_reports(
-            [_report("lab-1", _changed(FIRST, Outcome.FAILED))],
-            [_report("lab-1")],
+            [unwritten_report("lab-1", _changed(FIRST, Outcome.FAILED))],
+            [unwritten_report("lab-1", BASELINE)],
             expectations=Expectations.none(),
         )
         assert diff.regressions == 0
@@ -201,7 +117,7 @@ class TestRegressions:
         assert (fixed.was.outcome, fixed.now.outcome) == (Outcome.FAILED, Outcome.PASSED)
 
     def test_results_on_one_side_only_have_appeared_or_disappeared(self) -> None:
-        extra = _result("table_round_trip::test_a_new_property", Outcome.FAILED)
+        extra = result("table_round_trip::test_a_new_property", Outcome.FAILED)
         diff = _diff([*BASELINE[1:], extra])
         (platform,) = diff.platforms
         assert platform.disappeared == (BASELINE[0],)
@@ -219,12 +135,12 @@ class TestRegressions:
         # Of the 20 passed results (the control stays), ``skipped`` no longer run.
         baseline = BASELINE[:20]
         current = [
-            _result(r.check, Outcome.SKIPPED, subject_name=r.subject) if i < skipped else r
+            result(r.check, Outcome.SKIPPED, subject=r.subject) if i < skipped else r
             for i, r in enumerate(baseline)
         ]
         diff = diff_reports(
-            [_report("lab-1", baseline)],
-            [_report("lab-1", current)],
+            [unwritten_report("lab-1", baseline)],
+            [unwritten_report("lab-1", current)],
             expectations=Expectations.none(),
         )
         (platform,) = diff.platforms
@@ -238,8 +154,10 @@ class TestRegressions:
 
     def test_versions_that_changed_appeared_or_went_are_listed_with_both_sides(self) -> None:
         software = {"torch": "2.14.0+cpu", "triton": "3.9.0", "ipex": "2.5.0"}
-        current = _report("lab-1", software=software)
-        baseline = _report("lab-1", software={"torch": "2.13.0+cpu", "numpy": "2.4.6"})
+        current = unwritten_report("lab-1", BASELINE, software=software)
+        baseline = unwritten_report(
+            "lab-1", BASELINE, software={"torch": "2.13.0+cpu", "numpy": "2.4.6"}
+        )
         diff = diff_reports([baseline], [current], expectations=Expectations.none())
         assert diff.platforms[0].versions_changed == {
             "torch": ("2.13.0+cpu", "2.14.0+cpu"),
@@ -251,16 +169,21 @@ class TestRegressions:
 
     def test_a_platform_with_no_current_report_is_a_regression(self) -> None:
         diff = diff_reports(
-            [_report("lab-1"), _report("lab-2")],
-            [_report("lab-1")],
+            [unwritten_report("lab-1", BASELINE), unwritten_report("lab-2", BASELINE)],
+            [unwritten_report("lab-1", BASELINE)],
             expectations=Expectations.none(),
         )
         assert [r.platform_id for r in diff.missing] == ["lab-2"]
         assert diff.regressions == 1
 
     def test_a_platform_with_no_baseline_is_new_and_not_a_regression(self) -> None:
-        current = [_report("lab-1"), _report("lab-2", _changed(FIRST, Outcome.FAILED))]
-        diff = diff_reports([_report("lab-1")], current, expectations=Expectations.none())
+        current = [
+            unwritten_report("lab-1", BASELINE),
+            unwritten_report("lab-2", _changed(FIRST, Outcome.FAILED)),
+        ]
+        diff = diff_reports(
+            [unwritten_report("lab-1", BASELINE)], current, expectations=Expectations.none()
+        )
         assert [r.platform_id for r in diff.new] == ["lab-2"]
         assert [p.platform_id for p in diff.platforms] == ["lab-1"]
         assert diff.regressed is False
@@ -270,7 +193,7 @@ class TestRegressions:
         assert _diff(BASELINE).platforms[0].incomplete is False
 
     def test_stale_expectations_come_from_the_current_reports(self, tmp_path: Path) -> None:
-        expectations = _expectations(
+        expectations = expectations_file(
             tmp_path, f'[[known]]\ncheck = "{CHECKS[0]}"\nreason = "was broken"\n'
         )
         diff = _diff(BASELINE, expectations)
@@ -278,8 +201,8 @@ class TestRegressions:
         assert diff.regressions == 0
 
     def test_reports_written_and_loaded_back_diff_as_built(self, tmp_path: Path) -> None:
-        before = write_report(_document("lab-1"), tmp_path / "baseline")
-        write_report(_document("lab-1", _changed(FIRST, Outcome.FAILED)), tmp_path / "current")
+        before = write_report(document("lab-1", BASELINE), tmp_path / "baseline")
+        write_report(document("lab-1", _changed(FIRST, Outcome.FAILED)), tmp_path / "current")
         diff = diff_reports(
             load_reports([before]),
             load_reports([tmp_path / "current"]),
@@ -299,7 +222,7 @@ class TestMarkdown:
     )
     def test_the_summary_starts_with_the_verdict(self, failed: int, verdict: str) -> None:
         current = [
-            _result(r.check, Outcome.FAILED, subject_name=r.subject) if i < failed else r
+            result(r.check, Outcome.FAILED, subject=r.subject) if i < failed else r
             for i, r in enumerate(BASELINE)
         ]
         text = to_markdown(_diff(current))
@@ -315,13 +238,17 @@ class TestMarkdown:
         assert row.startswith(f"| {markdown_text(CHECKS[0])} | uint64/torch | cpu | passed |")
 
     def test_changed_versions_show_old_and_new_beside_the_platform(self) -> None:
-        current = _report("lab-1", software={"torch": "2.14.0+cpu", "triton": "3.9.0"})
-        diff = diff_reports([_report("lab-1")], [current], expectations=Expectations.none())
+        current = unwritten_report(
+            "lab-1", BASELINE, software={"torch": "2.14.0+cpu", "triton": "3.9.0"}
+        )
+        diff = diff_reports(
+            [unwritten_report("lab-1", BASELINE)], [current], expectations=Expectations.none()
+        )
         old, new = markdown_text("2.13.0+cpu"), markdown_text("2.14.0+cpu")
         assert f"### lab\\-1 (torch {old} → {new})" in to_markdown(diff).splitlines()
 
     def test_known_failures_show_their_reason_and_issue(self, tmp_path: Path) -> None:
-        expectations = _expectations(
+        expectations = expectations_file(
             tmp_path,
             f'[[known]]\ncheck = "{CHECKS[0]}"\nreason = "uint64 <b>copy_</b> is missing"\n'
             'issue = "https://github.com/pytorch/pytorch/issues/12345"\n',
@@ -334,10 +261,10 @@ class TestMarkdown:
         assert "<b>" not in text
 
     def test_fixed_appeared_and_disappeared_results_are_tabled(self) -> None:
-        extra = _result("table_round_trip::test_a_new_property", Outcome.PASSED)
+        extra = result("table_round_trip::test_a_new_property", Outcome.PASSED)
         diff = diff_reports(
-            [_report("lab-1", _changed(FIRST, Outcome.CRASHED))],
-            [_report("lab-1", [*BASELINE[:-1], extra])],
+            [unwritten_report("lab-1", _changed(FIRST, Outcome.CRASHED))],
+            [unwritten_report("lab-1", [*BASELINE[:-1], extra])],
             expectations=Expectations.none(),
         )
         text = to_markdown(diff)
@@ -347,7 +274,7 @@ class TestMarkdown:
         assert "**Appeared (1)**, not in the baseline" in text
 
     def test_many_appeared_results_are_counted_not_listed(self) -> None:
-        many = [_result(f"new::test_{i}", Outcome.PASSED) for i in range(21)]
+        many = [result(f"new::test_{i}", Outcome.PASSED) for i in range(21)]
         text = to_markdown(_diff([*BASELINE, *many]))
         assert "**Appeared (21)**" in text
         assert "Too many to list here (more than 20)." in text
@@ -365,12 +292,12 @@ class TestMarkdown:
     def test_missing_and_new_platforms_and_stale_expectations_have_sections(
         self, tmp_path: Path
     ) -> None:
-        expectations = _expectations(
+        expectations = expectations_file(
             tmp_path, '[[known]]\ncheck = "gone::test_x"\nreason = "removed | <i>"\n'
         )
         diff = diff_reports(
-            [_report("lab-1"), _report("lab-2")],
-            [_report("lab-1"), _report("lab-3")],
+            [unwritten_report("lab-1", BASELINE), unwritten_report("lab-2", BASELINE)],
+            [unwritten_report("lab-1", BASELINE), unwritten_report("lab-3", BASELINE)],
             expectations=expectations,
         )
         text = to_markdown(diff)

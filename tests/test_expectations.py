@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
+from sample_reports import expectations_file, result, unwritten_report
 
 from harness.expectations import (
     MATCHES_NO_RESULT,
@@ -15,74 +15,16 @@ from harness.expectations import (
     ExpectationsError,
     load_expectations,
 )
-from harness.records import Outcome, Result
-from harness.report import FINISHED, PlatformReport, RunInfo, build_report, report_from_document
+from harness.records import Outcome
 
 CHECK = "table_round_trip::test_an_entry_reads_back_bit_exact"
 OTHER_CHECK = "batch_copy::test_every_real_entry_is_copied"
-RUN = RunInfo(
-    started="2026-12-02T00:00:00+00:00",
-    hypothesis_profile="ci",
-    seed="derandomized",
-    backend_spec="all",
-    subjects=("uint64/torch", "int64-bitcast/torch"),
-    status=FINISHED,
-    finished="2026-12-02T00:01:00+00:00",
-    duration_s=60.0,
-)
-FINGERPRINT: dict[str, Any] = {
-    "software": {"torch": "2.13.0+cpu", "triton": "3.9.0", "ipex": None, "ptrport": "0.1.0"},
-    "system": {"os": "Linux", "arch": "x86_64"},
-    "backends": {"cpu": {"available": True, "reason": None}},
-}
-TARGET: dict[str, Any] = {
-    "kind": "gpu",
-    "backend": "xpu",
-    "device_model": "Intel Data Center GPU Max 1550",
-    "runtime": {"xpu_runtime": "1.3"},
-    "driver": None,
-}
 ENTRY = f'[[known]]\ncheck = "{CHECK}"\nreason = "uint64 copy_ is missing"\n'
-
-
-def _result(
-    outcome: Outcome,
-    *,
-    check: str = CHECK,
-    subject_name: str | None = "uint64/torch",
-    backend_name: str = "xpu",
-) -> Result:
-    return Result(
-        check=check,
-        scenario=check.split("::")[0],
-        subject=subject_name,
-        backend=backend_name,
-        outcome=outcome,
-        message="RuntimeError: copy_ not implemented for 'UInt64'" if outcome.bad else None,
-        nodeid=f"scenarios/test_{check}[{backend_name}-{subject_name}]",
-    )
-
-
-def _report(platform_id: str, results: list[Result]) -> PlatformReport:
-    document = build_report(
-        platform_id=platform_id,
-        fingerprint=FINGERPRINT,
-        execution_target=TARGET,
-        run=RUN,
-        results=results,
-    )
-    return report_from_document(document, Path(f"{platform_id}.json"))
-
-
-def _loaded(tmp_path: Path, text: str) -> Expectations:
-    path = tmp_path / "expectations.toml"
-    path.write_text(text, encoding="utf-8")
-    return load_expectations(path)
 
 
 class TestLoading:
     def test_an_entry_reads_back_with_every_field(self, tmp_path: Path) -> None:
-        loaded = _loaded(
+        loaded = expectations_file(
             tmp_path,
             ENTRY + f'[[known]]\ncheck = "{OTHER_CHECK}"\nsubjects = ["uint64/torch"]\n'
             'backends = ["xpu"]\nplatforms = ["intel-max-1550"]\nreason = "r"\n'
@@ -103,13 +45,13 @@ class TestLoading:
         )
 
     def test_an_empty_file_expects_nothing(self, tmp_path: Path) -> None:
-        assert _loaded(tmp_path, "# no known failures\n").entries == ()
+        assert expectations_file(tmp_path, "# no known failures\n").entries == ()
 
     def test_no_file_means_no_expectations(self) -> None:
         none = Expectations.none()
         assert none.path is None
         assert none.entries == ()
-        assert none.find("cpu-x86-64", _result(Outcome.FAILED)) is None
+        assert none.find("cpu-x86-64", result(CHECK, Outcome.FAILED, on="xpu")) is None
 
     @pytest.mark.parametrize(
         ("text", "problem"),
@@ -154,11 +96,11 @@ class TestLoading:
 
 class TestMatching:
     def test_an_entry_without_filters_matches_its_check_everywhere(self, tmp_path: Path) -> None:
-        (entry,) = _loaded(tmp_path, ENTRY).entries
-        assert entry.matches("cpu-x86-64", _result(Outcome.FAILED, backend_name="cpu"))
-        assert entry.matches("lab-2", _result(Outcome.ERROR, subject_name="int64/torch"))
-        assert entry.matches("lab-3", _result(Outcome.CRASHED, subject_name=None))
-        assert not entry.matches("lab-1", _result(Outcome.FAILED, check=OTHER_CHECK))
+        (entry,) = expectations_file(tmp_path, ENTRY).entries
+        assert entry.matches("cpu-x86-64", result(CHECK, Outcome.FAILED, on="cpu"))
+        assert entry.matches("lab-2", result(CHECK, Outcome.ERROR, subject="int64/torch", on="xpu"))
+        assert entry.matches("lab-3", result(CHECK, Outcome.CRASHED, subject=None, on="xpu"))
+        assert not entry.matches("lab-1", result(OTHER_CHECK, Outcome.FAILED, on="xpu"))
 
     @pytest.mark.parametrize(
         ("platform_id", "subject_name", "backend_name", "matched"),
@@ -179,39 +121,39 @@ class TestMatching:
         backend_name: str,
         matched: bool,
     ) -> None:
-        (entry,) = _loaded(
+        (entry,) = expectations_file(
             tmp_path,
             ENTRY + 'subjects = ["uint64/torch", "int64-bitcast/torch"]\n'
             'backends = ["xpu"]\nplatforms = ["intel-max-1550"]\n',
         ).entries
-        result = _result(Outcome.FAILED, subject_name=subject_name, backend_name=backend_name)
-        assert entry.matches(platform_id, result) is matched
+        failed = result(CHECK, Outcome.FAILED, subject=subject_name, on=backend_name)
+        assert entry.matches(platform_id, failed) is matched
 
     @pytest.mark.parametrize("outcome", list(Outcome))
     def test_only_failures_errors_and_crashes_can_be_known(
         self, tmp_path: Path, outcome: Outcome
     ) -> None:
-        (entry,) = _loaded(tmp_path, ENTRY).entries
+        (entry,) = expectations_file(tmp_path, ENTRY).entries
         known = outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED)
-        assert entry.matches("lab-1", _result(outcome)) is known
+        assert entry.matches("lab-1", result(CHECK, outcome, on="xpu")) is known
 
     def test_find_gives_the_first_entry_that_matches(self, tmp_path: Path) -> None:
-        expectations = _loaded(
+        expectations = expectations_file(
             tmp_path,
             ENTRY.replace("[[known]]", "[[known]]\nbackends = ['cuda']") + ENTRY + ENTRY,
         )
-        found = expectations.find("lab-1", _result(Outcome.FAILED))
+        found = expectations.find("lab-1", result(CHECK, Outcome.FAILED, on="xpu"))
         assert found is not None
         assert found.index == 1
-        assert expectations.find("lab-1", _result(Outcome.PASSED)) is None
+        assert expectations.find("lab-1", result(CHECK, Outcome.PASSED, on="xpu")) is None
 
 
 class TestKnownChecks:
     def test_checks_that_some_report_has_are_accepted(self, tmp_path: Path) -> None:
-        expectations = _loaded(tmp_path, ENTRY)
+        expectations = expectations_file(tmp_path, ENTRY)
         reports = [
-            _report("lab-1", [_result(Outcome.PASSED, check=OTHER_CHECK)]),
-            _report("lab-2", [_result(Outcome.FAILED)]),
+            unwritten_report("lab-1", [result(OTHER_CHECK, Outcome.PASSED, on="xpu")]),
+            unwritten_report("lab-2", [result(CHECK, Outcome.FAILED, on="xpu")]),
         ]
         expectations.check_known_checks(reports)
 
@@ -219,9 +161,11 @@ class TestKnownChecks:
         self, tmp_path: Path
     ) -> None:
         typo = CHECK.replace("bit_exact", "bitexact")
-        expectations = _loaded(tmp_path, ENTRY + ENTRY.replace(CHECK, typo))
+        expectations = expectations_file(tmp_path, ENTRY + ENTRY.replace(CHECK, typo))
         with pytest.raises(ExpectationsError) as refused:
-            expectations.check_known_checks([_report("lab-1", [_result(Outcome.PASSED)])])
+            expectations.check_known_checks(
+                [unwritten_report("lab-1", [result(CHECK, Outcome.PASSED, on="xpu")])]
+            )
         assert str(refused.value) == (
             f"{expectations.path}: known[1]: check {typo!r} is in none of the reports; "
             f"did you mean {CHECK!r}?"
@@ -230,34 +174,38 @@ class TestKnownChecks:
 
 class TestStale:
     def test_an_entry_that_names_no_result_is_stale(self, tmp_path: Path) -> None:
-        expectations = _loaded(tmp_path, ENTRY + "platforms = ['intel-max-1550']\n")
-        reports = [_report("intel-arc-a770", [_result(Outcome.FAILED)])]
+        expectations = expectations_file(tmp_path, ENTRY + "platforms = ['intel-max-1550']\n")
+        reports = [unwritten_report("intel-arc-a770", [result(CHECK, Outcome.FAILED, on="xpu")])]
         assert expectations.stale(reports) == [(expectations.entries[0], MATCHES_NO_RESULT)]
 
     def test_an_entry_whose_check_now_passes_everywhere_it_names_is_stale(
         self, tmp_path: Path
     ) -> None:
-        expectations = _loaded(tmp_path, ENTRY + "backends = ['xpu']\n")
+        expectations = expectations_file(tmp_path, ENTRY + "backends = ['xpu']\n")
         reports = [
-            _report("lab-1", [_result(Outcome.PASSED), _result(Outcome.XFAILED)]),
-            _report(
-                "lab-2", [_result(Outcome.PASSED), _result(Outcome.FAILED, backend_name="cpu")]
+            unwritten_report(
+                "lab-1",
+                [result(CHECK, Outcome.PASSED, on="xpu"), result(CHECK, Outcome.XFAILED, on="xpu")],
+            ),
+            unwritten_report(
+                "lab-2",
+                [result(CHECK, Outcome.PASSED, on="xpu"), result(CHECK, Outcome.FAILED, on="cpu")],
             ),
         ]
         assert expectations.stale(reports) == [(expectations.entries[0], NOW_PASSES)]
 
     def test_an_entry_still_failing_on_one_platform_is_kept(self, tmp_path: Path) -> None:
-        expectations = _loaded(tmp_path, ENTRY)
+        expectations = expectations_file(tmp_path, ENTRY)
         reports = [
-            _report("lab-1", [_result(Outcome.PASSED)]),
-            _report("lab-2", [_result(Outcome.CRASHED)]),
+            unwritten_report("lab-1", [result(CHECK, Outcome.PASSED, on="xpu")]),
+            unwritten_report("lab-2", [result(CHECK, Outcome.CRASHED, on="xpu")]),
         ]
         assert expectations.stale(reports) == []
 
     def test_an_entry_whose_results_did_not_run_is_kept(self, tmp_path: Path) -> None:
-        expectations = _loaded(tmp_path, ENTRY)
+        expectations = expectations_file(tmp_path, ENTRY)
         reports = [
-            _report("lab-1", [_result(Outcome.PASSED)]),
-            _report("lab-2", [_result(Outcome.UNAVAILABLE)]),
+            unwritten_report("lab-1", [result(CHECK, Outcome.PASSED, on="xpu")]),
+            unwritten_report("lab-2", [result(CHECK, Outcome.UNAVAILABLE, on="xpu")]),
         ]
         assert expectations.stale(reports) == []

@@ -8,141 +8,53 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
+from sample_reports import CPU, HIGH_ADDRESS, NO_XPU, OVERFLOW, Known, document, report, result
 
 from harness.matrix import Matrix, build_matrix
 from harness.records import Outcome, Result
 from harness.render import RenderError, to_html, to_json, to_markdown, write
-from harness.report import (
-    FINISHED,
-    PlatformReport,
-    ReportWriter,
-    RunInfo,
-    build_report,
-    load_report,
-    load_reports,
-    write_report,
-)
+from harness.report import ReportWriter, load_report, load_reports
 
 HOSTILE = (
     "<script>alert(1)</script>"
     "<script>document.documentElement.setAttribute('data-pwned','1')</script>"
 )
 MESSY = "AssertionError: a | b with ```fence``` and `tick`\nsecond line <b>bold</b>"
-OVERFLOW = "OverflowError: Python int too large to convert to C long"
-HIGH_ADDRESS = {"src": "0x0000000000000000", "dst": "0x8000000000000000", "nbytes": 0}
 ISSUE = "https://github.com/pytorch/pytorch/issues/12345"
 CHROMIUM_ENV = "PTRPORT_REQUIRE_CHROMIUM"
-
-CPU = {"available": True, "reason": None, "device": "cpu", "device_model": "Xeon"}
-CPU_TARGET = {
-    "kind": "cpu",
-    "backend": "cpu",
-    "device_model": "Xeon",
-    "runtime": {},
-    "driver": None,
-}
-
-
-@dataclass(frozen=True)
-class Known:
-    reason: str
-    issue: str | None = None
-
-
-def _result(
-    check: str,
-    outcome: Outcome = Outcome.PASSED,
-    *,
-    subject: str | None = "uint64/torch",
-    on: str = "cpu",
-    message: str | None = None,
-    example: dict[str, Any] | None = None,
-) -> Result:
-    scenario, name = check.split("::")
-    return Result(
-        check=check,
-        scenario=scenario,
-        subject=subject,
-        backend=on,
-        outcome=outcome,
-        message=message,
-        example=example,
-        examples=10,
-        duration_s=0.25,
-        nodeid=f"scenarios/test_{scenario}.py::{name}[{on}-{subject}]",
-    )
-
-
-def _run(status: str = FINISHED) -> RunInfo:
-    return RunInfo(
-        started="2026-12-02T00:00:00+00:00",
-        hypothesis_profile="ci",
-        seed="derandomized",
-        backend_spec="all",
-        subjects=("uint64/torch",),
-        status=status,
-    )
-
-
-def _document(
-    platform_id: str,
-    results: list[Result],
-    *,
-    torch: str = "2.13.0+cpu",
-    backends: dict[str, dict[str, Any]] | None = None,
-    status: str = FINISHED,
-) -> dict[str, Any]:
-    fingerprint = {
-        "software": {"ptrport": "0.1.0", "torch": torch, "triton": "3.9.0", "ipex": None},
-        "system": {"os": "Linux", "arch": "x86_64"},
-        "backends": backends or {"cpu": CPU},
-    }
-    return build_report(
-        platform_id=platform_id,
-        fingerprint=fingerprint,
-        execution_target=CPU_TARGET,
-        run=_run(status),
-        results=results,
-    )
-
-
-def _report(directory: Path, platform_id: str, results: list[Result], **kw: Any) -> PlatformReport:
-    return load_report(write_report(_document(platform_id, results, **kw), directory))
 
 
 def _every_state(directory: Path) -> Matrix:
     """One platform with a result of every kind, a known failure, and a second platform that
     lacks a subject and has an unavailable backend."""
     results = [
-        _result("round_trip::test_passed"),
-        _result("round_trip::test_failed", Outcome.FAILED, message=OVERFLOW, example=HIGH_ADDRESS),
-        _result("round_trip::test_known", Outcome.FAILED, message="NotImplementedError: copy_"),
-        _result("round_trip::test_xfailed", Outcome.XFAILED, message=OVERFLOW),
-        _result("round_trip::test_xpassed", Outcome.XPASSED, message="control passed"),
-        _result("round_trip::test_skipped", Outcome.SKIPPED, message="no pinned memory"),
-        _result("round_trip::test_unavailable", Outcome.UNAVAILABLE, message="no triton"),
-        _result("round_trip::test_crashed", Outcome.CRASHED, message="Fatal Python error"),
-        _result("round_trip::test_error", Outcome.ERROR, message="RuntimeError: setup"),
+        result("round_trip::test_passed"),
+        result("round_trip::test_failed", Outcome.FAILED, message=OVERFLOW, example=HIGH_ADDRESS),
+        result("round_trip::test_known", Outcome.FAILED, message="NotImplementedError: copy_"),
+        result("round_trip::test_xfailed", Outcome.XFAILED, message=OVERFLOW),
+        result("round_trip::test_xpassed", Outcome.XPASSED, message="control passed"),
+        result("round_trip::test_skipped", Outcome.SKIPPED, message="no pinned memory"),
+        result("round_trip::test_unavailable", Outcome.UNAVAILABLE, message="no triton"),
+        result("round_trip::test_crashed", Outcome.CRASHED, message="Fatal Python error"),
+        result("round_trip::test_error", Outcome.ERROR, message="RuntimeError: setup"),
     ]
     other = [
-        _result("round_trip::test_passed", subject="int64/torch"),
-        _result("round_trip::test_passed", Outcome.UNAVAILABLE, on="xpu", message="xpu: none"),
+        result("round_trip::test_passed", subject="int64/torch"),
+        result("round_trip::test_passed", Outcome.UNAVAILABLE, on="xpu", message="xpu: none"),
     ]
-    xpu = {"available": False, "reason": "torch 2.13.0+cpu has no XPU support"}
+    xpu = {"available": False, "reason": NO_XPU}
 
     def known(platform_id: str, result: Result) -> Known | None:
         return Known("copy_ lacks uint64", ISSUE) if result.check.endswith("known") else None
 
     return build_matrix(
         [
-            _report(directory, "lab-1", results),
-            _report(directory, "lab-2", other, torch="2.12.0", backends={"cpu": CPU, "xpu": xpu}),
+            report(directory, "lab-1", results),
+            report(directory, "lab-2", other, torch="2.12.0", backends={"cpu": CPU, "xpu": xpu}),
         ],
         known=known,
     )
@@ -150,10 +62,10 @@ def _every_state(directory: Path) -> Matrix:
 
 def _hostile(directory: Path, message: str = HOSTILE) -> Matrix:
     results = [
-        _result("round_trip::test_x", Outcome.FAILED, message=message, example={"note": message}),
-        _result("round_trip::test_y"),
+        result("round_trip::test_x", Outcome.FAILED, message=message, example={"note": message}),
+        result("round_trip::test_y"),
     ]
-    return build_matrix([_report(directory, "lab-1", results)])
+    return build_matrix([report(directory, "lab-1", results)])
 
 
 def _table_rows(markdown: str) -> list[str]:
@@ -210,7 +122,7 @@ class TestMarkdown:
         assert xpu[:3] == ["lab\\-2", "xpu", "not available: torch 2.13.0\\+cpu has no XPU support"]
 
     def test_a_platform_without_results_still_has_its_totals_row(self, tmp_path: Path) -> None:
-        markdown = to_markdown(build_matrix([_report(tmp_path, "empty", [])]))
+        markdown = to_markdown(build_matrix([report(tmp_path, "empty", [])]))
         assert _cells_of(_table_rows(markdown)[2])[:3] == ["empty", "—", "no results"]
         assert "No results." in markdown
 
@@ -290,8 +202,8 @@ class TestMarkdown:
         assert markdown.rstrip().endswith("````")
 
     def test_a_subject_or_check_with_a_pipe_does_not_add_a_column(self, tmp_path: Path) -> None:
-        result = _result("round_trip::test_x[a|b]", subject="evil|subject", message=MESSY)
-        markdown = to_markdown(build_matrix([_report(tmp_path, "lab-1", [result])]))
+        piped = result("round_trip::test_x[a|b]", subject="evil|subject", message=MESSY)
+        markdown = to_markdown(build_matrix([report(tmp_path, "lab-1", [piped])]))
         table = markdown.split("## round\\_trip\n\n")[1].split("\n\n")[0].splitlines()
         assert [len(_cells_of(line)) for line in table] == [3, 3, 3]
         assert _cells_of(table[2])[:2] == ["test\\_x\\[a\\|b\\]", "evil\\|subject"]
@@ -312,11 +224,11 @@ class TestHtml:
         assert found.hrefs == [ISSUE]
 
     def test_it_starts_with_totals_and_marks_incomplete_platforms(self, tmp_path: Path) -> None:
-        header = _document("killed", [], status="running")
+        header = document("killed", [], status="running")
         writer = ReportWriter(tmp_path, header)
-        writer.add(_result("round_trip::test_x"))
+        writer.add(result("round_trip::test_x"))
         matrix = build_matrix(
-            [load_report(writer.path), _report(tmp_path, "done", [_result("round_trip::test_x")])]
+            [load_report(writer.path), report(tmp_path, "done", [result("round_trip::test_x")])]
         )
         page = to_html(matrix)
         totals = page.split('<table class="totals">')[1].split("</table>")[0]
@@ -346,13 +258,13 @@ class TestHtml:
         assert "&lt;b&gt;bold&lt;/b&gt;" in page
 
     def test_an_issue_that_is_not_a_plain_https_url_stays_text(self, tmp_path: Path) -> None:
-        results = [_result("round_trip::test_x", Outcome.FAILED)]
+        results = [result("round_trip::test_x", Outcome.FAILED)]
         for issue in ("javascript:alert(1)", 'https://x.invalid/"onmouseover="a', "#123"):
 
             def known(platform_id: str, result: Result, issue: str = issue) -> Known:
                 return Known("known", issue)
 
-            matrix = build_matrix([_report(tmp_path, "lab-1", results)], known=known)
+            matrix = build_matrix([report(tmp_path, "lab-1", results)], known=known)
             assert _elements(to_html(matrix)).hrefs == []
             assert "](" not in to_markdown(matrix)
 
@@ -399,11 +311,11 @@ def test_versions_subjects_and_reasons_from_a_report_are_escaped_too(tmp_path: P
     image = "<img src=x onerror=alert(1)>"
     xpu = {"available": False, "reason": HOSTILE}
     results = [
-        _result("round_trip::test_x", subject=image, message=HOSTILE),
-        _result("round_trip::test_x", Outcome.SKIPPED, subject="s", message=f'" onclick="{image}'),
+        result("round_trip::test_x", subject=image, message=HOSTILE),
+        result("round_trip::test_x", Outcome.SKIPPED, subject="s", message=f'" onclick="{image}'),
     ]
-    report = _report(tmp_path, "lab-1", results, torch=image, backends={"cpu": CPU, "xpu": xpu})
-    matrix = build_matrix([report])
+    hostile = report(tmp_path, "lab-1", results, torch=image, backends={"cpu": CPU, "xpu": xpu})
+    matrix = build_matrix([hostile])
     page = to_html(matrix)
     markdown = to_markdown(matrix)
     for text in (page, markdown):

@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
+from sample_reports import HIGH_ADDRESS, OVERFLOW, document, result, run_info
 
 from harness import schema
 from harness.batches import Batch, Entry
@@ -17,86 +18,33 @@ from harness.records import Outcome, Result, describe, describe_example, excepti
 from harness.report import (
     FINISHED,
     INTERRUPTED,
+    RUNNING,
     SCHEMA,
     ReportError,
     ReportWriter,
-    RunInfo,
-    build_report,
     journal_path,
     load_report,
     totals,
     write_report,
 )
 
-RUN = RunInfo(
-    started="2026-12-02T00:00:00+00:00",
-    hypothesis_profile="ci",
-    seed="derandomized",
-    backend_spec="cpu",
-    subjects=("uint64/torch", "int64/torch"),
-)
-FINISHED_RUN = RunInfo(
-    started=RUN.started,
-    hypothesis_profile="ci",
-    seed="derandomized",
-    backend_spec="cpu",
-    subjects=RUN.subjects,
-    status=FINISHED,
-    finished="2026-12-02T00:01:00+00:00",
-    duration_s=60.0,
-)
-FINGERPRINT: dict[str, Any] = {
-    "software": {"torch": "2.13.0+cpu", "triton": "3.9.0", "ipex": None, "ptrport": "0.1.0"},
-    "system": {"os": "Linux", "arch": "x86_64"},
-    "backends": {"cpu": {"available": True, "reason": None, "device_model": "Xeon"}},
-}
-TARGET: dict[str, Any] = {
-    "kind": "cpu",
-    "backend": "cpu",
-    "device_model": "Xeon",
-    "runtime": {},
-    "driver": None,
-}
+BODY = "harness.checks:an_entry_reads_back_bit_exact"
+RESULTS = [
+    result("table_round_trip::x", body=BODY),
+    result(
+        "table_round_trip::x",
+        Outcome.XFAILED,
+        subject="int64/torch",
+        message=OVERFLOW,
+        example=HIGH_ADDRESS,
+        body=BODY,
+    ),
+]
 
 
-def _result(outcome: Outcome, subject: str = "uint64/torch", check: str = "x") -> Result:
-    return Result(
-        check=f"table_round_trip::{check}",
-        scenario="table_round_trip",
-        subject=subject,
-        backend="cpu",
-        outcome=outcome,
-        message="OverflowError: too large" if outcome is Outcome.XFAILED else None,
-        example={"src": "0x8000000000000000"} if outcome is Outcome.XFAILED else None,
-        examples=12,
-        duration_s=0.5,
-        nodeid=f"scenarios/test_table_round_trip.py::{check}[cpu-{subject}]",
-        body="harness.checks:an_entry_reads_back_bit_exact",
-    )
-
-
-RESULTS = [_result(Outcome.PASSED), _result(Outcome.XFAILED, "int64/torch")]
-
-
-def _header(platform_id: str = "lab-1") -> dict[str, Any]:
-    return build_report(
-        platform_id=platform_id,
-        fingerprint=FINGERPRINT,
-        execution_target=TARGET,
-        run=RUN,
-        results=(),
-    )
-
-
-def _written(tmp_path: Path, results: list[Result] = RESULTS) -> Path:
-    report = build_report(
-        platform_id="lab-1",
-        fingerprint=FINGERPRINT,
-        execution_target=TARGET,
-        run=FINISHED_RUN,
-        results=results,
-    )
-    return write_report(report, tmp_path)
+def _written(directory: Path) -> Path:
+    """The finished report of ``RESULTS`` on ``lab-1``, written to ``directory``."""
+    return write_report(document("lab-1", RESULTS), directory)
 
 
 class TestRecords:
@@ -143,8 +91,8 @@ class TestRecords:
         assert exception_message(group) == "ValueError: a (and 1 more distinct failures)"
 
     def test_a_result_survives_its_record(self) -> None:
-        for result in RESULTS:
-            assert Result.from_record(result.to_record()) == result
+        for original in RESULTS:
+            assert Result.from_record(original.to_record()) == original
 
     def test_totals_list_every_outcome(self) -> None:
         assert totals(RESULTS) == {o.value: 0 for o in Outcome} | {"passed": 1, "xfailed": 1}
@@ -212,14 +160,14 @@ class TestWriting:
     def test_the_writer_keeps_an_incomplete_report_and_a_journal_until_it_finishes(
         self, tmp_path: Path
     ) -> None:
-        writer = ReportWriter(tmp_path, _header())
+        writer = ReportWriter(tmp_path, document("lab-1", [], status=RUNNING))
         writer.add(RESULTS[0])
         during = load_report(writer.path)
         assert during.complete is False
         assert during.results == (RESULTS[0],)
         assert journal_path(writer.path).exists()
         writer.add(RESULTS[1])
-        path = writer.finish(FINISHED_RUN)
+        path = writer.finish(run_info())
         after = load_report(path)
         assert after.complete is True
         assert after.results == tuple(RESULTS)
@@ -227,15 +175,12 @@ class TestWriting:
         assert not journal_path(path).exists()
 
     def test_an_interrupted_run_keeps_its_results_marked_incomplete(self, tmp_path: Path) -> None:
-        writer = ReportWriter(tmp_path, _header())
+        writer = ReportWriter(tmp_path, document("lab-1", [], status=RUNNING))
         writer.add(RESULTS[0])
-        interrupted = RunInfo(
-            started=RUN.started,
-            hypothesis_profile="ci",
+        interrupted = run_info(
+            INTERRUPTED,
             seed="1",
-            backend_spec="cpu",
             subjects=(),
-            status=INTERRUPTED,
             finished="2026-12-02T00:00:30+00:00",
             duration_s=30.0,
         )
@@ -245,7 +190,7 @@ class TestWriting:
         assert report.results == (RESULTS[0],)
 
     def test_a_journal_line_cut_off_mid_write_is_left_out(self, tmp_path: Path) -> None:
-        writer = ReportWriter(tmp_path, _header())
+        writer = ReportWriter(tmp_path, document("lab-1", [], status=RUNNING))
         writer.add(RESULTS[0])
         writer.add(RESULTS[1])
         journal = journal_path(writer.path)
@@ -289,7 +234,7 @@ class TestRefusals:
             load_report(tmp_path / "missing.json")
 
     def test_a_corrupted_journal_line_before_the_last_is_refused(self, tmp_path: Path) -> None:
-        writer = ReportWriter(tmp_path, _header())
+        writer = ReportWriter(tmp_path, document("lab-1", [], status=RUNNING))
         writer.add(RESULTS[0])
         writer.add(RESULTS[1])
         journal = journal_path(writer.path)
