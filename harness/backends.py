@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from harness.errors import UnknownName
+from harness.errors import UnknownName, exception_message
 
 ENTRY_POINT_GROUP = "ptrport.backends"
 
@@ -55,7 +55,7 @@ class Backend:
         try:
             return self._unavailable_reason()
         except Exception as exc:  # a broken driver or install is a reason, not a crash
-            return f"probing it raised {_describe(exc)}"
+            return f"probing it raised {exception_message(exc)}"
 
     def is_available(self) -> bool:
         return self.unavailable_reason is None
@@ -184,7 +184,9 @@ class XpuBackend(Backend):
             try:
                 importlib.import_module("intel_extension_for_pytorch")
             except Exception as exc:
-                return f"intel-extension-for-pytorch {ipex} failed to import: {_describe(exc)}"
+                return (
+                    f"intel-extension-for-pytorch {ipex} failed to import: {exception_message(exc)}"
+                )
         xpu = getattr(torch, "xpu", None)
         runtime = getattr(torch.version, "xpu", None)
         if xpu is None or (runtime is None and not xpu.is_available()):
@@ -249,12 +251,6 @@ class _BrokenPlugin(Backend):
         return self._reason
 
 
-def _describe(exc: BaseException) -> str:
-    """``Type: first line`` of an exception, or just its type when it has no message."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-
-
 def _load_plugin(entry_point: importlib.metadata.EntryPoint) -> Backend:
     try:
         target = entry_point.load()
@@ -262,7 +258,7 @@ def _load_plugin(entry_point: importlib.metadata.EntryPoint) -> Backend:
     except Exception as exc:
         return _BrokenPlugin(
             entry_point.name,
-            f"plug-in {entry_point.value} failed to load: {_describe(exc)}",
+            f"plug-in {entry_point.value} failed to load: {exception_message(exc)}",
         )
     if not isinstance(backend, Backend):
         return _BrokenPlugin(

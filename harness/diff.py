@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from harness.expectations import Expectation, Expectations
 from harness.markup import markdown_text
 from harness.records import Outcome, Result
-from harness.report import PlatformReport
+from harness.report import PlatformReport, by_platform
 
 GOOD = frozenset({Outcome.PASSED, Outcome.XFAILED})
 """Outcomes a later bad result is a regression from."""
@@ -97,8 +97,8 @@ def diff_reports(
     """
     if not 0 <= coverage_drop < 1:
         raise ValueError(f"coverage_drop={coverage_drop!r} must be in [0, 1)")
-    before = _by_platform(baseline)
-    after = _by_platform(current)
+    before = by_platform(baseline)
+    after = by_platform(current)
     return Diff(
         platforms=tuple(
             _platform_diff(before[p], report, expectations, coverage_drop)
@@ -110,15 +110,6 @@ def diff_reports(
         stale=tuple(expectations.stale(current)),
         coverage_drop=coverage_drop,
     )
-
-
-def _by_platform(reports: Sequence[PlatformReport]) -> dict[str, PlatformReport]:
-    found: dict[str, PlatformReport] = {}
-    for report in reports:
-        if report.platform_id in found:
-            raise ValueError(f"platform id {report.platform_id!r} is given twice")
-        found[report.platform_id] = report
-    return found
 
 
 def _platform_diff(

@@ -23,6 +23,7 @@ from typing import Protocol
 from harness.addresses import to_hex
 from harness.allocations import Allocation, AllocationRegistry
 from harness.backends import Backend
+from harness.errors import exception_message
 from harness.tables import PointerTable
 
 TRITON_BLOCK = 1024
@@ -118,7 +119,7 @@ class TritonEngine:
         try:
             from harness import triton_copy
         except Exception as exc:
-            return f"triton failed to import: {type(exc).__name__}: {exc}".splitlines()[0]
+            return f"triton failed to import: {exception_message(exc)}"
         if backend.device.type == "cpu":
             return None
         if not backend.addresses_are_device_pointers:
@@ -126,7 +127,7 @@ class TritonEngine:
         try:
             target = triton_copy.driver_backend()
         except Exception as exc:
-            return f"triton has no driver here: {type(exc).__name__}: {exc}".splitlines()[0]
+            return f"triton has no driver here: {exception_message(exc)}"
         expected = {"cuda": ("cuda", "hip"), "xpu": ("xpu",)}.get(backend.device.type, ())
         if target not in expected:
             return f"triton's active driver is {target!r}, not one for {backend.name}"

@@ -17,3 +17,21 @@ class CapacityExceeded(HarnessError):
 
 class UnknownName(HarnessError):
     """A backend, subject or engine name that the harness does not know."""
+
+
+def exception_message(exc: BaseException) -> str:
+    """``Type: first line`` of an exception; for a group, of its first leaf and how many more."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = _leaves(exc)
+        more = f" (and {len(leaves) - 1} more distinct failures)" if len(leaves) > 1 else ""
+        return exception_message(leaves[0]) + more
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.records import Outcome, Result
-from harness.report import MATRIX_SCHEMA, PlatformReport, ReportError, totals
+from harness.report import MATRIX_SCHEMA, PlatformReport, by_platform, totals
 
 
 class KnownFailure(Protocol):
@@ -242,17 +242,6 @@ def _by_backend(report: PlatformReport) -> dict[str, list[Result]]:
     return found
 
 
-def _check_distinct(reports: Sequence[PlatformReport]) -> None:
-    seen: dict[str, PlatformReport] = {}
-    for report in reports:
-        if report.platform_id in seen:
-            raise ReportError(
-                f"{report.path}: platform id {report.platform_id!r} is also the id of "
-                f"{seen[report.platform_id].path}; give each platform its own --platform-name"
-            )
-        seen[report.platform_id] = report
-
-
 def build_matrix(reports: Sequence[PlatformReport], *, known: KnownLookup | None = None) -> Matrix:
     """Merge platform reports into one matrix.
 
@@ -264,7 +253,7 @@ def build_matrix(reports: Sequence[PlatformReport], *, known: KnownLookup | None
     the cell a known failure carrying its reason and issue. Two reports with one platform id
     raise :class:`~harness.report.ReportError`.
     """
-    _check_distinct(reports)
+    by_platform(reports)
     platforms: list[Platform] = []
     columns: list[Column] = []
     cells: dict[tuple[str, str | None, str], dict[int, Cell]] = {}

@@ -27,7 +27,7 @@ from harness.backends import (
     load_backends,
     parse_backend_spec,
 )
-from harness.errors import UnknownName
+from harness.errors import UnknownName, exception_message
 from harness.fingerprint import (
     check_platform_id,
     default_platform_id,
@@ -35,7 +35,7 @@ from harness.fingerprint import (
     platform_fingerprint,
     platform_id_from_env,
 )
-from harness.records import Outcome, Result, describe_example, exception_message
+from harness.records import Outcome, Result, describe_example
 from harness.report import FINISHED, INTERRUPTED, RUNNING, ReportWriter, RunInfo, build_report
 from harness.subjects import Subject, builtin_subjects, parse_subject_spec
 from harness.summary import backend_table

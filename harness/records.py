@@ -124,21 +124,3 @@ def describe(value: Any, key: str = "") -> Any:
 def describe_example(values: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs of one Hypothesis example, by argument name."""
     return {name: describe(value, name) for name, value in values.items()}
-
-
-def exception_message(exc: BaseException) -> str:
-    """``Type: first line`` of an exception; for a group, of its first leaf and how many more."""
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = _leaves(exc)
-        more = f" (and {len(leaves) - 1} more distinct failures)" if len(leaves) > 1 else ""
-        return exception_message(leaves[0]) + more
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    for exc in group.exceptions:
-        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return found

@@ -308,20 +308,24 @@ def _reports_in(path: Path, *, in_directory: bool = False) -> list[PlatformRepor
     return [_with_journal(report_from_document(document, path))]
 
 
+def by_platform(reports: Sequence[PlatformReport]) -> dict[str, PlatformReport]:
+    """The reports by platform id; two with the same id are refused, naming both files."""
+    found: dict[str, PlatformReport] = {}
+    for report in reports:
+        if report.platform_id in found:
+            raise ReportError(
+                f"{report.path}: platform id {report.platform_id!r} is also the id of "
+                f"{found[report.platform_id].path}; give each platform its own --platform-name"
+            )
+        found[report.platform_id] = report
+    return found
+
+
 def load_reports(paths: Sequence[Path]) -> list[PlatformReport]:
     """Every platform report named: report files, directories of them, or merged matrices.
     Two reports with the same platform id are refused, naming both files."""
     if not paths:
         raise ReportError("no report files given")
-    found: list[PlatformReport] = []
-    seen: dict[str, Path] = {}
-    for path in paths:
-        for report in _reports_in(path):
-            if report.platform_id in seen:
-                raise ReportError(
-                    f"{report.path}: platform id {report.platform_id!r} is also the id of "
-                    f"{seen[report.platform_id]}; give each platform its own --platform-name"
-                )
-            seen[report.platform_id] = report.path
-            found.append(report)
+    found = [report for path in paths for report in _reports_in(path)]
+    by_platform(found)
     return found

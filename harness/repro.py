@@ -21,8 +21,8 @@ from typing import Any
 from harness.allocations import allocation_from_record
 from harness.backends import Backend, load_backends
 from harness.batches import batch_from_record, entry_from_record
-from harness.errors import HarnessError
-from harness.records import Outcome, Result, describe_example, exception_message
+from harness.errors import HarnessError, exception_message
+from harness.records import Outcome, Result, describe_example
 from harness.report import PlatformReport
 from harness.subjects import builtin_subjects
 
@@ -86,14 +86,15 @@ def _arguments(
     function: Callable[..., Any], backend: Backend, subject: object, values: dict[str, Any]
 ) -> dict[str, Any]:
     arguments: dict[str, Any] = {}
-    for name in inspect.signature(function).parameters:
+    parameters = inspect.signature(function).parameters
+    for name in parameters:
         if name == "backend":
             arguments[name] = backend
         elif name == "subject":
             arguments[name] = subject
         elif name in values:
             arguments[name] = values.pop(name)
-    if "data" in inspect.signature(function).parameters:
+    if "data" in parameters:
         arguments["data"] = ReplayData(values)
     return arguments
 

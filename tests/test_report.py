@@ -14,7 +14,8 @@ from sample_reports import HIGH_ADDRESS, OVERFLOW, document, result, run_info
 
 from harness import schema
 from harness.batches import Batch, Entry
-from harness.records import Outcome, Result, describe, describe_example, exception_message
+from harness.errors import exception_message
+from harness.records import Outcome, Result, describe, describe_example
 from harness.report import (
     FINISHED,
     INTERRUPTED,
