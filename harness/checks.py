@@ -20,10 +20,16 @@ from harness.subjects import Subject
 from harness.tables import PointerTable
 
 
-def _inspectable(table: PointerTable | None, subject: Subject) -> PointerTable:
-    if table is None:
+def _inspectable(table: object, subject: Subject) -> PointerTable:
+    if not isinstance(table, PointerTable):
         pytest.skip(f"{subject.name} does not expose a PointerTable")
     return table
+
+
+def _executing(subject: Subject) -> Subject:
+    if not subject.executes:
+        pytest.skip(f"{subject.name} does not execute batches")
+    return subject
 
 
 # -- table round trip -------------------------------------------------------------------------
@@ -119,6 +125,7 @@ def real_entries_are_copied_exactly(
     backend: Backend, subject: Subject, data: st.DataObject
 ) -> None:
     """Every destination holds its source's bytes; nothing else changed; guards intact."""
+    _executing(subject)
     batch = data.draw(hst.copy_batches(backend, synthetic=False), label="batch")
     snapshot = verify.Snapshot(batch.allocations)
     subject.create(len(batch), backend)
@@ -134,6 +141,7 @@ def a_mixed_batch_is_held_exactly_and_only_real_entries_are_copied(
 ) -> None:
     """Synthetic high addresses beside real allocations: the table holds every address, the
     real entries are copied exactly, and no synthetic address is dereferenced."""
+    _executing(subject)
     batch = data.draw(hst.copy_batches(backend, min_entries=1), label="batch")
     snapshot = verify.Snapshot(batch.allocations)
     subject.create(len(batch), backend)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,8 +50,16 @@ def admit(table: PointerTable, n: int, registry: AllocationRegistry) -> list[Adm
     """Check the first ``n`` device-table entries against ``registry``; return the copies to
     make. Zero-size entries are no-ops and are left out; any other entry must lie inside live
     allocations at both ends, or :class:`~harness.errors.UnsafeDereference` is raised."""
+    return admit_entries(table.device_entries(n), registry)
+
+
+def admit_entries(
+    rows: Iterable[tuple[int, int, int]], registry: AllocationRegistry
+) -> list[AdmittedCopy]:
+    """:func:`admit` for ``(src, dst, nbytes)`` rows read from anywhere, e.g. a user subject's
+    own table as it reads it back."""
     admitted = []
-    for src, dst, nbytes in table.device_entries(n):
+    for src, dst, nbytes in rows:
         if nbytes == 0:
             continue
         src_allocation, src_offset = registry.find(src, nbytes)

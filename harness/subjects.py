@@ -26,12 +26,14 @@ class Subject(Protocol):
     description: str
     exposed_by: frozenset[str]
     """Scenarios that must catch this subject's bug; empty for a subject that should pass."""
+    executes: bool
+    """Whether :meth:`execute` runs batches; checks that copy are skipped for one that does not."""
 
     def unavailable_reason(self, backend: Backend) -> str | None: ...
 
-    def create(self, capacity: int, backend: Backend) -> PointerTable | None:
-        """Make a pointer table of ``capacity`` entries; return it if it is a
-        :class:`PointerTable` the buffer checks can inspect."""
+    def create(self, capacity: int, backend: Backend) -> object:
+        """Make a pointer table of ``capacity`` entries. What it returns is inspected by the
+        buffer checks if it is a :class:`PointerTable`, and ignored otherwise."""
         ...
 
     def stage(self, batch: Batch) -> None: ...
@@ -56,6 +58,7 @@ class TableSubject:
         self.name = f"{encoding.name}/{engine.name}"
         self.description = f"{encoding.description}, executed by {engine.name}"
         self.exposed_by = encoding.exposed_by
+        self.executes = True
         self._table: PointerTable | None = None
         self._registry = AllocationRegistry()
 
