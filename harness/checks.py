@@ -9,15 +9,17 @@ and torch, can run the very check that failed with the example a report recorded
 from __future__ import annotations
 
 import pytest
+import torch
 from hypothesis import strategies as st
 
 from harness import strategies as hst
 from harness import verify
-from harness.addresses import INT64_MAX
+from harness.addresses import ADDRESS_LIMIT, INT64_MAX, to_hex
 from harness.backends import Backend
 from harness.batches import Batch, Entry
-from harness.subjects import Subject
-from harness.tables import PointerTable
+from harness.engines import TritonEngine
+from harness.subjects import AddressQueries, Subject
+from harness.tables import ENCODINGS, PointerTable
 
 
 def _inspectable(table: object, subject: Subject) -> PointerTable:
@@ -116,6 +118,136 @@ def staging_offsets_accumulate_and_only_n_entries_transfer(
     table.reset()
     if table.staged != 0:
         raise AssertionError(f"reset() left the staging offset at {table.staged}")
+
+
+def staging_past_the_capacity_is_refused(
+    backend: Backend, subject: Subject, capacity: int, data: st.DataObject
+) -> None:
+    """Staging more entries than the table has room for raises, and leaves what was staged
+    before intact: a table that silently drops or wraps entries loses them."""
+    first = data.draw(st.lists(low_entries, max_size=capacity), label="first")
+    room = capacity - len(first)
+    over = data.draw(st.lists(low_entries, min_size=room + 1, max_size=room + 4), label="over")
+    subject.create(capacity, backend)
+    subject.stage(Batch(tuple(first)))
+    try:
+        subject.stage(Batch(tuple(over)))
+    except Exception:
+        pass
+    else:
+        raise AssertionError(
+            f"staging {len(over)} entries after {len(first)} into a table of capacity "
+            f"{capacity} was accepted"
+        )
+    subject.transfer(len(first))
+    verify.assert_table_holds(subject.read_back(len(first)), first)
+
+
+# -- address arithmetic -----------------------------------------------------------------------
+
+
+def _querying(subject: Subject) -> AddressQueries:
+    if not isinstance(subject, AddressQueries):
+        pytest.skip(f"{subject.name} does not compute with the addresses it holds")
+    return subject
+
+
+def _stage_addresses(backend: Backend, subject: Subject, addresses: list[int]) -> None:
+    entries = tuple(Entry(a, 0, 0) for a in addresses)
+    subject.create(len(entries), backend)
+    subject.stage(Batch(entries))
+    subject.transfer(len(entries))
+
+
+def entries_sort_by_unsigned_address(
+    backend: Backend, subject: Subject, addresses: list[int]
+) -> None:
+    """Sorting the table's entries by address (to coalesce neighbours) orders them as unsigned
+    ints, an upper-half address after every lower-half one."""
+    queries = _querying(subject)
+    _stage_addresses(backend, subject, addresses)
+    expected = sorted(range(len(addresses)), key=lambda i: addresses[i])
+    verify.assert_same_answers(
+        "order by address", addresses, queries.order(len(addresses)), expected
+    )
+
+
+def range_checks_compare_unsigned(
+    backend: Backend, subject: Subject, addresses: list[int], data: st.DataObject
+) -> None:
+    """``base <= p < base + nbytes`` holds for exactly the addresses inside the range, for
+    ranges anywhere in the 64-bit space, around the staged addresses or not."""
+    queries = _querying(subject)
+    anchor = data.draw(st.sampled_from(addresses) | hst.addresses(), label="anchor_address")
+    below = data.draw(st.integers(0, anchor), label="below")
+    above = data.draw(st.integers(1, ADDRESS_LIMIT - anchor), label="above")
+    base, nbytes = anchor - below, below + above
+    _stage_addresses(backend, subject, addresses)
+    expected = [base <= a < base + nbytes for a in addresses]
+    verify.assert_same_answers(
+        f"in [{to_hex(base)}, +{nbytes:#x})",
+        addresses,
+        queries.in_range(len(addresses), base, nbytes),
+        expected,
+    )
+
+
+def high_bits_shift_in_zeros(
+    backend: Backend, subject: Subject, addresses: list[int], shift: int
+) -> None:
+    """``p >> shift`` (a region or page number) is the unsigned shift: no sign extension."""
+    queries = _querying(subject)
+    _stage_addresses(backend, subject, addresses)
+    expected = [a >> shift for a in addresses]
+    verify.assert_same_answers(
+        f">> {shift}", addresses, queries.high_bits(len(addresses), shift), expected
+    )
+
+
+# -- triton kernel ---------------------------------------------------------------------------
+
+OFFSET_DTYPES = {
+    "int32": (torch.int32, -(2**31), 2**31 - 1),
+    "uint32": (torch.uint32, 0, 2**32 - 1),
+}
+"""The offset dtypes a kernel adds to addresses, by name, with the values each holds."""
+
+
+def a_kernel_sees_each_entry_and_the_entry_plus_an_offset(
+    backend: Backend, encoding: str, offsets: str, addresses: list[int], data: st.DataObject
+) -> None:
+    """A Triton kernel that loads each entry of a table staged in ``encoding`` stores it
+    bit-exact, and adds offsets (loaded ones of dtype ``offsets``, and ``index * STRIDE`` it
+    computes) modulo ``2**64``, as unsigned pointer arithmetic does."""
+    reason = TritonEngine().unavailable_reason(backend)
+    if reason:
+        pytest.skip(f"unavailable: {reason}")
+    from harness import kernel_view
+
+    offset_dtype, low, high = OFFSET_DTYPES[offsets]
+    added = data.draw(
+        st.lists(st.integers(low, high), min_size=len(addresses), max_size=len(addresses)),
+        label="added",
+    )
+    table = PointerTable(len(addresses), ENCODINGS[encoding], backend)
+    table.stage([Entry(a, 0, 0) for a in addresses])
+    table.transfer(len(addresses))
+    loaded = torch.tensor(added, dtype=torch.int64).to(offset_dtype).to(backend.device)
+    view = kernel_view.load_entries(table.src.device, loaded)
+    wrap = ADDRESS_LIMIT
+    verify.assert_same_answers("the kernel loaded", addresses, view.seen, addresses)
+    verify.assert_same_answers(
+        f"entry + {offsets} offsets {added}",
+        addresses,
+        view.plus_loaded,
+        [(a + o) % wrap for a, o in zip(addresses, added, strict=True)],
+    )
+    verify.assert_same_answers(
+        f"entry + index * {kernel_view.STRIDE}",
+        addresses,
+        view.plus_computed,
+        [(a + i * kernel_view.STRIDE) % wrap for i, a in enumerate(addresses)],
+    )
 
 
 # -- batch copy and mixed batches -------------------------------------------------------------

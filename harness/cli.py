@@ -2,8 +2,13 @@
 
 - ``ptrport backends``: each backend, whether it is available here and why not, with its
   fingerprint; exit status 1 if a backend named with ``--require`` is missing.
-- ``ptrport subjects``: the built-in subjects, controls marked with the scenarios that must
-  catch them.
+- ``ptrport subjects``: the built-in subjects and the controls catalogue, controls marked with
+  the checks that must catch them.
+- ``ptrport controls --backend=NAME [PYTEST_ARG...]``: ``pytest --controls`` with the ``ci``
+  profile: the controls table; exit status non-zero if a control was missed.
+- ``ptrport probe --backend=NAME``: which torch operations work on uint64 there, as a table,
+  recorded as the ``uint64_operations`` results of the platform report; exit status 1 if an
+  operation gives a silently wrong result.
 - ``ptrport report merge REPORT... -o OUT``: the compatibility matrix (``.md``, ``.html``,
   ``.json`` by the extension of OUT).
 - ``ptrport report diff --baseline B CURRENT...``: regressions; exit 0 none, 1 some.
@@ -19,17 +24,40 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
-from harness import __version__, diff, render, repro
-from harness.backends import load_backends
+import torch
+
+from harness import __version__, controls, diff, probe, render, repro
+from harness.backends import Backend, load_backends, parse_backend_spec
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
-from harness.fingerprint import platform_fingerprint
+from harness.fingerprint import (
+    check_platform_id,
+    default_platform_id,
+    execution_target,
+    platform_fingerprint,
+    platform_id_from_env,
+)
 from harness.matrix import build_matrix
-from harness.report import PlatformReport, load_reports
+from harness.op_support import SCENARIO, Verdict, check_id
+from harness.records import Outcome, Result
+from harness.report import (
+    FINISHED,
+    PlatformReport,
+    RunInfo,
+    build_report,
+    load_report,
+    load_reports,
+    replace_scenario_results,
+    report_path,
+    write_report,
+)
 from harness.subjects import builtin_subjects
 
 BAD_INPUT = 2
@@ -59,16 +87,163 @@ def _backends(args: argparse.Namespace) -> int:
 
 
 def _subjects(args: argparse.Namespace) -> int:
-    subjects = builtin_subjects()
+    default = builtin_subjects()
+    subjects = default | controls.catalogue()
     width = max(len(name) for name in subjects)
     for subject in subjects.values():
-        control = (
-            f"  [control; must fail in {', '.join(sorted(subject.exposed_by))}]"
-            if subject.exposed_by
-            else ""
-        )
+        control = ""
+        if subject.exposed_by:
+            how = "" if subject.name in default else "; run with --controls or by name"
+            where = ", ".join(sorted(subject.exposed_by))
+            control = f"  [control{how}; must fail in {where}]"
         print(f"{subject.name:<{width}}  {subject.description}{control}")
     return 0
+
+
+def _controls(args: argparse.Namespace) -> int:
+    if not Path("scenarios").is_dir():
+        raise HarnessError(
+            f"no scenarios/ directory in {Path.cwd()}: run ptrport controls where the "
+            "scenarios are (the ptrport checkout)"
+        )
+    os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
+    import pytest
+
+    # The harness is imported already, so pytest cannot rewrite its asserts; that is expected.
+    quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    return int(pytest.main(["--controls", f"--backend={args.backend}", *quiet, *args.pytest_args]))
+
+
+def _probe_backends(spec: str) -> list[Backend]:
+    known = load_backends()
+    selection = parse_backend_spec(spec, known)
+    backends = selection.resolve(known)
+    for backend in backends if selection.explicit else ():
+        if not backend.is_available():
+            raise HarnessError(
+                f"backend {backend.name} is not available: {backend.unavailable_reason}"
+            )
+    return backends
+
+
+def _probe_platform(args: argparse.Namespace, backends: list[Backend]) -> str:
+    if args.platform_name is not None:
+        return str(args.platform_name)
+    try:
+        from_env = platform_id_from_env()
+    except ValueError as exc:
+        raise HarnessError(f"PTRPORT_PLATFORM: {exc}") from None
+    return from_env or default_platform_id(backends)
+
+
+def _findings_table(findings: Sequence[probe.Finding]) -> list[str]:
+    width = max(len("operation"), *(len(f.operation) for f in findings))
+    rows = [
+        ("operation", "result", "detail"),
+        *((f.operation, f.verdict, f.detail or "") for f in findings),
+    ]
+    return [f"{name:<{width}}  {verdict:<6}  {detail}".rstrip() for name, verdict, detail in rows]
+
+
+def _unavailable(backend: Backend, operations: Sequence[probe.Operation]) -> list[Result]:
+    return [
+        Result(
+            check=check_id(op.id),
+            scenario=SCENARIO,
+            subject=None,
+            backend=backend.name,
+            outcome=Outcome.UNAVAILABLE,
+            message=f"{backend.name}: {backend.unavailable_reason}",
+        )
+        for op in operations
+    ]
+
+
+def _check_existing_report(path: Path) -> None:
+    """Refuse to put results into a report made with another torch: its fingerprint would
+    name the wrong version for them."""
+    if not path.exists():
+        return
+    torch_then = load_report(path).fingerprint.get("software", {}).get("torch")
+    if torch_then != str(torch.__version__):
+        raise HarnessError(
+            f"{path}: made with torch {torch_then}, and this is torch {torch.__version__}; "
+            "run the scenarios again, or probe into another --report-dir"
+        )
+
+
+def _record_probe(
+    args: argparse.Namespace, backends: list[Backend], platform_id: str, results: list[Result]
+) -> Path:
+    """Put the probe's results in the platform's report: in place of the scenario's results
+    on these backends in a report there already, else in a new report of their own."""
+    path = report_path(args.report_dir, platform_id)
+    if path.exists():
+        replace_scenario_results(path, SCENARIO, [b.name for b in backends], results)
+        return path
+    finished = time.time()
+    run = RunInfo(
+        started=_iso(args.started),
+        hypothesis_profile="none",
+        seed="none",
+        backend_spec=args.backend,
+        subjects=(),
+        argv=tuple(args.argv),
+        status=FINISHED,
+        finished=_iso(finished),
+        duration_s=finished - args.started,
+    )
+    report = build_report(
+        platform_id=platform_id,
+        fingerprint=platform_fingerprint(backends),
+        execution_target=execution_target(backends),
+        run=run,
+        results=results,
+    )
+    return write_report(report, args.report_dir)
+
+
+def _probe(args: argparse.Namespace) -> int:
+    args.started = time.time()
+    backends = _probe_backends(args.backend)
+    operations = (
+        probe.catalogue(compiled=args.compile)
+        if args.operations is None
+        else probe.load_operations(args.operations)
+    )
+    platform_id = _probe_platform(args, backends)
+    _check_existing_report(report_path(args.report_dir, platform_id))
+    results: list[Result] = []
+    wrong = 0
+    for backend in backends:
+        if not backend.is_available():
+            results += _unavailable(backend, operations)
+            print(f"{backend.name}: not available: {backend.unavailable_reason}")
+            continue
+        findings = probe.probe_all(backend, operations)
+        counts = {v: sum(f.verdict is v for f in findings) for v in Verdict}
+        wrong += counts[Verdict.WRONG]
+        print(
+            f"{backend.name} ({backend.device_model() or backend.device}, torch "
+            f"{torch.__version__}): {counts[Verdict.WORKS]} work, {counts[Verdict.RAISES]} "
+            f"raise, {counts[Verdict.WRONG]} wrong"
+        )
+        print("\n".join(_findings_table(findings)) + "\n")
+        results += [f.to_result() for f in findings]
+    path = _record_probe(args, backends, platform_id, results)
+    print(f"ptrport: recorded {len(results)} {SCENARIO} results in {path}")
+    return 1 if wrong else 0
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
+
+
+def _platform_name(value: str) -> str:
+    try:
+        return check_platform_id(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _expectations(args: argparse.Namespace, reports: list[PlatformReport]) -> Expectations:
@@ -190,6 +365,40 @@ def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     repro_.set_defaults(run=_repro)
 
 
+def _probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    probe_ = commands.add_parser(
+        "probe", help="which torch operations work on uint64 on a backend; exit 1 if one is wrong"
+    )
+    probe_.add_argument(
+        "--backend",
+        default="available",
+        metavar="NAME[,NAME]|all|available",
+        help="backends to probe (default: available)",
+    )
+    probe_.add_argument(
+        "--compile", action="store_true", help="also probe under torch.compile (slow to compile)"
+    )
+    probe_.add_argument(
+        "--operations",
+        metavar="MODULE:ATTR",
+        help="probe this catalogue of harness.probe.Operation instead of the built-in one",
+    )
+    probe_.add_argument(
+        "--report-dir",
+        type=Path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="where the platform report is (default: reports)",
+    )
+    probe_.add_argument(
+        "--platform-name",
+        type=_platform_name,
+        metavar="ID",
+        help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
+    )
+    probe_.set_defaults(run=_probe)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ptrport", description="Checks that device addresses in tensors stay intact."
@@ -208,12 +417,31 @@ def _parser() -> argparse.ArgumentParser:
     backends.set_defaults(run=_backends)
     subjects = commands.add_parser("subjects", help="the built-in subjects and controls")
     subjects.set_defaults(run=_subjects)
+    controls_ = commands.add_parser(
+        "controls",
+        help="run the controls catalogue (HYPOTHESIS_PROFILE=ci unless set) and print whether "
+        "each control was caught; exit non-zero if one was missed",
+        description="Any other arguments go to pytest: -k, --subject, -x, ...",
+    )
+    controls_.add_argument(
+        "--backend",
+        default="available",
+        metavar="NAME[,NAME]|all|available",
+        help="backends to run on (default: available)",
+    )
+    controls_.set_defaults(run=_controls, passes_through=True)
+    _probe_command(commands)
     _report_commands(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "passes_through", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = extra
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         code: int = args.run(args)
     except HarnessError as exc:

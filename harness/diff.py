@@ -3,7 +3,9 @@ and the Markdown summary a CI job shows for it.
 
 A regression is a result that passed (or, for a control, xfailed) in the baseline and is bad
 now, unless an expectation names it as a known failure; a platform whose executed results
-dropped by more than ``coverage_drop``; or a platform that has no current report at all.
+dropped by more than ``coverage_drop``; or a platform that has no current report at all. An
+operation probe (the ``uint64_operations`` scenario) regresses when its verdict gets worse
+(works, then raises, then wrong) and is fixed when it gets better; a probe that raised ran.
 
 Pure: reports in, values and text out; no pytest.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from harness import op_support
 from harness.expectations import Expectation, Expectations
 from harness.markup import markdown_text
 from harness.records import Outcome, Result
@@ -121,16 +124,16 @@ def _platform_diff(
     was: dict[Key, Result] = {r.key: r for r in baseline.results}
     now: dict[Key, Result] = {r.key: r for r in current.results}
     changes = [Change(was[k], r) for k, r in now.items() if k in was]
-    worse = [c for c in changes if c.was.outcome in GOOD and c.now.outcome.bad]
+    worse = [c for c in changes if _worse(c)]
     excused = [(c, expectations.find(current.platform_id, c.now)) for c in worse]
-    before = sum(r.outcome.executed for r in baseline.results)
-    after = sum(r.outcome.executed for r in current.results)
+    before = sum(_ran(r) for r in baseline.results)
+    after = sum(_ran(r) for r in current.results)
     return PlatformDiff(
         platform_id=current.platform_id,
         versions_changed=_versions_changed(baseline.versions(), current.versions()),
         new_failures=tuple(c for c, e in excused if e is None),
         known=tuple((c, e) for c, e in excused if e is not None),
-        fixed=tuple(c for c in changes if c.was.outcome.bad and c.now.outcome in GOOD),
+        fixed=tuple(c for c in changes if _better(c)),
         disappeared=tuple(r for k, r in was.items() if k not in now),
         appeared=tuple(r for k, r in now.items() if k not in was),
         executed_before=before,
@@ -138,6 +141,30 @@ def _platform_diff(
         coverage_lost=after < before * (1 - coverage_drop),
         incomplete=not current.complete,
     )
+
+
+def _verdicts(change: Change) -> tuple[op_support.Verdict, op_support.Verdict] | None:
+    was, now = op_support.verdict_of(change.was), op_support.verdict_of(change.now)
+    return None if was is None or now is None else (was, now)
+
+
+def _worse(change: Change) -> bool:
+    verdicts = _verdicts(change)
+    if verdicts is not None:
+        return verdicts[1].rank < verdicts[0].rank
+    return change.was.outcome in GOOD and change.now.outcome.bad
+
+
+def _better(change: Change) -> bool:
+    verdicts = _verdicts(change)
+    if verdicts is not None:
+        return verdicts[1].rank > verdicts[0].rank
+    return change.was.outcome.bad and change.now.outcome in GOOD
+
+
+def _ran(result: Result) -> bool:
+    """Whether a result counts as executed: it ran, or it probed an operation that raised."""
+    return result.outcome.executed or op_support.verdict_of(result) is op_support.Verdict.RAISES
 
 
 def _versions_changed(
@@ -240,11 +267,17 @@ def _cells(result: Result) -> list[str]:
     return [markdown_text(result.check), subject, markdown_text(result.backend)]
 
 
+def _state(result: Result) -> str:
+    """The outcome, or for an operation probe its verdict: ``raises NotImplementedError``."""
+    found = op_support.verdict_of(result)
+    return result.outcome.value if found is None else op_support.label(found, result.message)
+
+
 def _changed(change: Change) -> list[str]:
     return [
         *_cells(change.now),
-        markdown_text(change.was.outcome.value),
-        markdown_text(change.now.outcome.value),
+        markdown_text(_state(change.was)),
+        markdown_text(_state(change.now)),
     ]
 
 
@@ -254,7 +287,7 @@ def _listed(title: str, meaning: str, results: Sequence[Result]) -> list[str]:
     lines = [f"**{title} ({len(results)})**, {meaning}", ""]
     if len(results) > LIST_LIMIT:
         return [*lines, f"Too many to list here (more than {LIST_LIMIT}).", ""]
-    rows = [[*_cells(r), markdown_text(r.outcome.value)] for r in results]
+    rows = [[*_cells(r), markdown_text(_state(r))] for r in results]
     return lines + _table([*_RESULT_COLUMNS, "outcome"], rows)
 
 
@@ -278,7 +311,7 @@ def _link(issue: str | None) -> str:
 
 
 def _executed(report: PlatformReport) -> int:
-    return sum(r.outcome.executed for r in report.results)
+    return sum(_ran(r) for r in report.results)
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import seed
 from hypothesis import strategies as st
+from hypothesis.errors import UnsatisfiedAssumption
 
 DERANDOMIZED = "derandomized"
 
@@ -41,6 +42,8 @@ class ExampleLog:
     """How many times a check's body ran, and the inputs of the last run."""
 
     count: int = 0
+    found_after: int | None = None
+    """The count at the first example whose body raised (before any shrinking)."""
     last: dict[str, Any] | None = None
     body: str | None = None
     """``module:function`` of the body Hypothesis calls, for repro scripts."""
@@ -89,6 +92,12 @@ def prepare(test: Any, *, seed_value: int, log: ExampleLog, fixtures: Collection
         log.last = generated
         try:
             return inner(*args, **kwargs)
+        except UnsatisfiedAssumption:
+            raise
+        except Exception:
+            if log.found_after is None:
+                log.found_after = log.count
+            raise
         finally:
             generated.update(draws)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness import op_support
 from harness.records import Outcome, Result
 from harness.report import MATRIX_SCHEMA, PlatformReport, by_platform, totals
 
@@ -98,6 +99,19 @@ class Cell:
 
 
 NOT_RUN = Cell(CellState.NOT_RUN)
+
+_VERDICT_OUTCOMES = {
+    CellState.PASSED: Outcome.PASSED,
+    CellState.FAILED: Outcome.FAILED,
+    CellState.SKIPPED: Outcome.SKIPPED,
+}
+
+
+def cell_verdict(scenario: str, cell: Cell) -> op_support.Verdict | None:
+    """What a cell of the ``uint64_operations`` scenario says about its operation (works,
+    raises, wrong); ``None`` for other scenarios and for cells that are not a verdict."""
+    outcome = _VERDICT_OUTCOMES.get(cell.state)
+    return None if outcome is None else op_support.verdict(scenario, outcome, cell.message)
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from harness import examples
+from harness import controls, examples
 from harness.backends import (
     Backend,
     BackendSelection,
     load_backends,
     parse_backend_spec,
 )
-from harness.errors import UnknownName, exception_message
+from harness.errors import HarnessError, UnknownName, exception_message
 from harness.fingerprint import (
     check_platform_id,
     default_platform_id,
@@ -37,24 +37,20 @@ from harness.fingerprint import (
 )
 from harness.records import Outcome, Result, describe_example
 from harness.report import FINISHED, INTERRUPTED, RUNNING, ReportWriter, RunInfo, build_report
-from harness.subjects import Subject, builtin_subjects, parse_subject_spec
+from harness.subjects import Subject, builtin_subjects
 from harness.summary import backend_table
+from harness.user_subjects import select_subjects
 
 BACKEND_ARG = "backend"
 SUBJECT_ARG = "subject"
 SCENARIO_PREFIX = "test_"
+REPORT_DIR = "reports"
+CONTROLS_REPORT_DIR = "reports/controls"
 
 
 def _backend_option(value: str) -> BackendSelection:
     try:
         return parse_backend_spec(value, load_backends())
-    except UnknownName as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _subject_option(value: str) -> tuple[str, ...]:
-    try:
-        return parse_subject_spec(value, builtin_subjects())
     except UnknownName as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -81,16 +77,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--subject",
         dest="ptrport_subject",
         default=None,
-        type=_subject_option,
-        metavar="NAME[,NAME]",
-        help="subjects to test (default: every built-in one, controls included)",
+        metavar="NAME|MODULE:FACTORY[,...]",
+        help="subjects to test: built-in or catalogue names, entry points of the "
+        "'ptrport.subjects' group, or package.module:factory (default: the built-in ones, "
+        "int64 controls included, and every installed entry point)",
+    )
+    group.addoption(
+        "--controls",
+        dest="ptrport_controls",
+        action="store_true",
+        help="run the controls catalogue, each control in the checks that must catch it, and "
+        "print whether each was caught; the run fails if one is missed",
     )
     group.addoption(
         "--report-dir",
         dest="ptrport_report_dir",
-        default="reports",
+        default=None,
         metavar="DIR",
-        help="where the platform report is written (default: reports)",
+        help="where the platform report is written (default: reports, or reports/controls "
+        "with --controls)",
     )
     group.addoption(
         "--platform-name",
@@ -113,6 +118,8 @@ class CheckInfo:
 
     check: str
     scenario: str
+    function: str
+    """``scenario::function``: the check without its parameters."""
     backend: Backend
     subject: Subject | None
     unavailable: str | None
@@ -144,12 +151,14 @@ class PtrportRun:
     platform_id: str
     report_dir: Path
     run_seed: str
+    controls_only: bool = False
     started: float = field(default_factory=time.time)
     results: list[Result] = field(default_factory=list)
     report_path: Path | None = None
     _writer: ReportWriter | None = None
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _examples: examples.ExampleLog = field(default_factory=examples.ExampleLog)
+    verdicts: list[controls.Verdict] = field(default_factory=list)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PtrportRun:
@@ -162,19 +171,22 @@ class PtrportRun:
                     raise pytest.UsageError(
                         f"backend {backend.name} is not available: {backend.unavailable_reason}"
                     )
-        everything = builtin_subjects()
-        names = config.getoption("ptrport_subject") or tuple(everything)
+        controls_only = bool(config.getoption("ptrport_controls"))
         platform_id = (
             config.getoption("ptrport_platform")
             or _platform_from_env()
             or default_platform_id(backends)
         )
-        report_dir = config.invocation_params.dir / config.getoption("ptrport_report_dir")
+        report_dir = config.invocation_params.dir / (
+            config.getoption("ptrport_report_dir")
+            or (CONTROLS_REPORT_DIR if controls_only else REPORT_DIR)
+        )
         return cls(
             config=config,
             selection=selection,
             backends=backends,
-            subjects={name: everything[name] for name in names},
+            subjects=_select_subjects(config.getoption("ptrport_subject"), controls_only),
+            controls_only=controls_only,
             platform_id=platform_id,
             report_dir=report_dir,
             run_seed=examples.run_seed(
@@ -216,14 +228,21 @@ class PtrportRun:
             )
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        kept, deselected = [], []
         for item in items:
             info = _check_info(item)
             if info is None:
+                kept.append(item)
                 continue
+            if self.controls_only and not _exposing(info):
+                deselected.append(item)
+                continue
+            kept.append(item)
             item.stash[_CHECK_INFO] = info
             if info.unavailable:
                 item.add_marker(pytest.mark.skip(reason=f"unavailable: {info.unavailable}"))
-            elif info.subject is not None and info.scenario in info.subject.exposed_by:
+            elif _exposing(info):
+                assert info.subject is not None
                 item.add_marker(
                     pytest.mark.xfail(
                         strict=True,
@@ -231,6 +250,9 @@ class PtrportRun:
                         f"{info.subject.description}",
                     )
                 )
+        if deselected:
+            self.config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
 
     # -- running --------------------------------------------------------------------------
 
@@ -246,7 +268,7 @@ class PtrportRun:
                 function,
                 seed_value=examples.check_seed(self.run_seed, info.check),
                 log=self._examples,
-                fixtures=set(getattr(item, "fixturenames", ())),
+                fixtures=_fixtures_only(item),
             )
         return (yield)
 
@@ -287,6 +309,7 @@ class PtrportRun:
                     message=pending.message,
                     example=pending.example,
                     examples=self._examples.count,
+                    found_after=self._examples.found_after if pending.example else None,
                     duration_s=pending.duration_s,
                     nodeid=item.nodeid,
                     body=self._examples.body,
@@ -323,7 +346,12 @@ class PtrportRun:
         self.results.append(result)
         self._writer.add(result)
 
-    def pytest_sessionfinish(self, exitstatus: int) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.controls_only:
+            self.verdicts = controls.verdicts(self.subjects.values(), self.backends, self.results)
+            quiet = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+            if exitstatus in quiet and any(v.missed for v in self.verdicts):
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self._writer is None:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -332,6 +360,14 @@ class PtrportRun:
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.controls_only:
+            terminalreporter.section("ptrport controls")
+            for line in controls.table(self.verdicts):
+                terminalreporter.write_line(line)
+            missed = [v for v in self.verdicts if v.missed]
+            if missed:
+                names = ", ".join(f"{v.control} on {v.backend}" for v in missed)
+                terminalreporter.write_line(f"missed: {names}", red=True, bold=True)
         if self.report_path is None:
             return
         terminalreporter.section("ptrport")
@@ -387,7 +423,8 @@ def _check_info(item: pytest.Item) -> CheckInfo | None:
         if ours is not None:
             others = re.sub(f"(^|-){re.escape(ours)}(-|$)", "-", others, count=1)
     others = others.strip("-")
-    check = f"{scenario}::{name}" + (f"[{others}]" if others else "")
+    function = f"{scenario}::{name}"
+    check = function + (f"[{others}]" if others else "")
     unavailable = None
     if not backend.is_available():
         unavailable = f"{backend.name}: {backend.unavailable_reason}"
@@ -395,7 +432,42 @@ def _check_info(item: pytest.Item) -> CheckInfo | None:
         reason = subject.unavailable_reason(backend)
         if reason:
             unavailable = f"{subject.name} on {backend.name}: {reason}"
-    return CheckInfo(check, scenario, backend, subject, unavailable)
+    return CheckInfo(check, scenario, function, backend, subject, unavailable)
+
+
+def _fixtures_only(item: pytest.Item) -> set[str]:
+    """The item's fixtures, less the scenario's own parameters (those other than backend and
+    subject), which are recorded with the example so a repro can pass them again."""
+    callspec = getattr(item, "callspec", None)
+    params = set(callspec.params) - {BACKEND_ARG, SUBJECT_ARG} if callspec is not None else set()
+    return set(getattr(item, "fixturenames", ())) - params
+
+
+def _exposing(info: CheckInfo) -> bool:
+    """Whether this check must catch its subject's bug."""
+    subject = info.subject
+    return subject is not None and controls.exposes(
+        subject.exposed_by, info.scenario, info.function
+    )
+
+
+def _select_subjects(spec: str | None, controls_only: bool) -> dict[str, Subject]:
+    """The run's subjects: ``--subject`` resolved among the built-in subjects, the controls
+    catalogue, entry points and factories; by default the built-in ones and entry points, or
+    with ``--controls`` the whole catalogue."""
+    catalogue = controls.catalogue()
+    try:
+        if spec is None:
+            chosen = catalogue if controls_only else select_subjects(None, builtin_subjects())
+        else:
+            chosen = select_subjects(spec, builtin_subjects() | catalogue)
+    except HarnessError as exc:
+        raise pytest.UsageError(f"--subject: {exc}") from None
+    if controls_only:
+        chosen = {name: s for name, s in chosen.items() if s.exposed_by}
+        if not chosen:
+            raise pytest.UsageError(f"--controls: none of the subjects {spec!r} is a control")
+    return chosen
 
 
 def _profile_name() -> str:

@@ -54,6 +54,8 @@ class Result:
     """The minimal falsifying example for failures, addresses in hex."""
     examples: int = 0
     """How many times Hypothesis ran the check's body (generation and shrinking)."""
+    found_after: int | None = None
+    """For failures: the example (counting from 1) that first failed, before shrinking."""
     duration_s: float = 0.0
     nodeid: str = ""
     body: str | None = None
@@ -69,6 +71,7 @@ class Result:
             "message": self.message,
             "example": self.example,
             "examples": self.examples,
+            "found_after": self.found_after,
             "duration_s": round(self.duration_s, 6),
             "nodeid": self.nodeid,
             "body": self.body,
@@ -86,6 +89,7 @@ class Result:
             message=record["message"],
             example=record["example"],
             examples=record["examples"],
+            found_after=record.get("found_after"),
             duration_s=record["duration_s"],
             nodeid=record["nodeid"],
             body=record["body"],

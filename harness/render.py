@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from harness import op_support
 from harness.errors import HarnessError
 from harness.markup import html_text, markdown_code, markdown_text
-from harness.matrix import Cell, CellState, Column, Matrix, Platform, Row
+from harness.matrix import Cell, CellState, Column, Matrix, Platform, Row, cell_verdict
 
 TITLE = "ptrport compatibility matrix"
 MAIN_VERSIONS = ("torch", "triton", "ipex", "device")
@@ -78,7 +79,18 @@ def _run_state(platform: Platform) -> str:
 
 
 def _short_check(row: Row) -> str:
-    return row.check.removeprefix(f"{row.scenario}::")
+    return op_support.operation_of(row.check) or row.check.removeprefix(f"{row.scenario}::")
+
+
+def _title(scenario: str) -> str:
+    return op_support.TITLE if scenario == op_support.SCENARIO else scenario
+
+
+def _label(scenario: str, cell: Cell) -> str:
+    """``works``, ``raises NotImplementedError`` or ``wrong`` for an operation's probe, else
+    the label of the cell's state."""
+    found = cell_verdict(scenario, cell)
+    return LABELS[cell.state] if found is None else op_support.label(found, cell.message)
 
 
 _Place = tuple[str, int, int]
@@ -109,8 +121,9 @@ def _md_lines(parts: list[str]) -> str:
     return "<br>".join(markdown_text(p) for p in parts)
 
 
-def _md_label(state: CellState) -> str:
-    return f"**{LABELS[state]}**" if state.bad else LABELS[state]
+def _md_label(scenario: str, cell: Cell) -> str:
+    label = markdown_text(_label(scenario, cell))
+    return f"**{label}**" if cell.state.bad else label
 
 
 def _md_issue(issue: str) -> str:
@@ -163,7 +176,7 @@ def _md_scenario(matrix: Matrix, scenario: str, numbers: dict[_Place, int]) -> l
         incomplete = "" if column.complete else "<br>**incomplete**"
         headers.append(_md_lines(parts) + incomplete)
     lines = [
-        f"## {markdown_text(scenario)}",
+        f"## {markdown_text(_title(scenario))}",
         "",
         _md_row(["check", "subject", *headers]),
         _md_row(["---"] * (len(matrix.columns) + 2)),
@@ -172,7 +185,7 @@ def _md_scenario(matrix: Matrix, scenario: str, numbers: dict[_Place, int]) -> l
         shown = []
         for index, cell in enumerate(row.cells):
             number = numbers.get((scenario, position, index))
-            shown.append(_md_label(cell.state) + ("" if number is None else f" ({number})"))
+            shown.append(_md_label(scenario, cell) + ("" if number is None else f" ({number})"))
         subject = "(none)" if row.subject is None else markdown_text(row.subject)
         lines.append(_md_row([markdown_text(_short_check(row)), subject, *shown]))
     return [*lines, ""]
@@ -181,7 +194,8 @@ def _md_scenario(matrix: Matrix, scenario: str, numbers: dict[_Place, int]) -> l
 def _md_failure(number: int, row: Row, column: Column, cell: Cell) -> list[str]:
     where = [row.check, row.subject or "(no subject)", column.name]
     lines = [
-        f"### ({number}) {_md_label(cell.state)} " + " · ".join(markdown_text(w) for w in where),
+        f"### ({number}) {_md_label(row.scenario, cell)} "
+        + " · ".join(markdown_text(w) for w in where),
         "",
     ]
     if cell.reason is not None:
@@ -296,8 +310,8 @@ def _html_totals(matrix: Matrix) -> str:
     return _tag("table", _tag("thead", _tag("tr", head)) + _tag("tbody", "".join(rows)), "totals")
 
 
-def _html_details(cell: Cell) -> str:
-    parts = [_tag("summary", html_text(LABELS[cell.state]))]
+def _html_details(label: str, cell: Cell) -> str:
+    parts = [_tag("summary", html_text(label))]
     if cell.reason is not None:
         issue = "" if cell.issue is None else f" ({_html_issue(cell.issue)})"
         parts.append(_tag("p", "known: " + html_text(cell.reason) + issue, "message"))
@@ -310,8 +324,9 @@ def _html_details(cell: Cell) -> str:
     return _tag("details", "".join(parts))
 
 
-def _html_cell(cell: Cell) -> str:
-    body = _html_details(cell) if cell.state.detailed else html_text(LABELS[cell.state])
+def _html_cell(scenario: str, cell: Cell) -> str:
+    label = _label(scenario, cell)
+    body = _html_details(label, cell) if cell.state.detailed else html_text(label)
     title = cell.message if cell.message and not cell.state.detailed else cell.state.value
     return _tag("td", body, _css_class(cell.state), title=title)
 
@@ -329,10 +344,11 @@ def _html_scenario(matrix: Matrix, scenario: str) -> str:
         subject = "(none)" if row.subject is None else row.subject
         cells = _tag("th", html_text(_short_check(row)), title=row.check, scope="row")
         cells += _tag("td", html_text(subject))
-        cells += "".join(_html_cell(c) for c in row.cells)
+        cells += "".join(_html_cell(scenario, c) for c in row.cells)
         rows.append(_tag("tr", cells))
     table = _tag("thead", _tag("tr", "".join(headers))) + _tag("tbody", "".join(rows))
-    return _tag("section", _tag("h2", html_text(scenario)) + _tag("table", table, "matrix"))
+    heading = _tag("h2", html_text(_title(scenario)))
+    return _tag("section", heading + _tag("table", table, "matrix"))
 
 
 def to_html(matrix: Matrix) -> str:

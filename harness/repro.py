@@ -21,6 +21,7 @@ from typing import Any
 from harness.allocations import allocation_from_record
 from harness.backends import Backend, load_backends
 from harness.batches import batch_from_record, entry_from_record
+from harness.controls import catalogue
 from harness.errors import HarnessError, exception_message
 from harness.records import Outcome, Result, describe_example
 from harness.report import PlatformReport
@@ -115,7 +116,7 @@ def run_check(
             raise ReproError(f"this machine has no backend named {backend!r}")
         if not found.is_available():
             raise ReproError(f"backend {backend} is not available: {found.unavailable_reason}")
-        subjects = builtin_subjects()
+        subjects = builtin_subjects() | catalogue()
         if subject is not None and subject not in subjects:
             raise ReproError(f"unknown subject {subject!r}")
         function = _import_body(body)

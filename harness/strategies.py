@@ -65,15 +65,30 @@ def _check_bounds(name: str, low: int, high: int, *, floor: int = 0) -> None:
         raise InvalidArgument(f"Cannot have min_{name}={low} > max_{name}={high}")
 
 
+DENSE_SPAN = 1 << 32
+"""Ranges wider than this also get addresses with every bit drawn (see :func:`_aligned_in`)."""
+
+
 def _aligned_in(low: int, high: int, step: int) -> st.SearchStrategy[int] | None:
     """Multiples of ``step`` in ``[low, high]``, shrinking towards the lowest; None if empty.
 
     The drawn choice is the address itself, rounded down afterwards, so that when the shrinker
-    moves an example to an earlier branch of :func:`addresses` the address carries over."""
+    moves an example to an earlier branch of :func:`addresses` the address carries over.
+
+    Hypothesis draws wide integer ranges mostly near their ends, so addresses from it have
+    their low bits zero; in ranges wider than 32 bits a second branch draws every bit at random,
+    the shape of real addresses, whose low bits are what float64 storage loses."""
     first = -(-low // step) * step
     if first > high:
         return None
-    return st.integers(first, high).map(lambda a: a - a % step)
+    near_ends = st.integers(first, high)
+    span = high - first + 1
+    if span > DENSE_SPAN:
+        dense = st.binary(min_size=8, max_size=8).map(
+            lambda raw: first + int.from_bytes(raw, "little") % span
+        )
+        return (near_ends | dense).map(lambda a: a - a % step)
+    return near_ends.map(lambda a: a - a % step)
 
 
 def _in_range(r: AddressRange, alignment: int) -> st.SearchStrategy[int] | None:

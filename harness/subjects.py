@@ -9,8 +9,11 @@ and the scenarios in their ``exposed_by`` must catch it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+import torch
+
+from harness import address_ops
 from harness.allocations import AllocationRegistry
 from harness.backends import Backend
 from harness.batches import Batch
@@ -49,6 +52,25 @@ class Subject(Protocol):
         ...
 
 
+@runtime_checkable
+class AddressQueries(Protocol):
+    """What a subject that computes with the addresses in its device table provides, for the
+    ``address_arithmetic`` checks. Each answers for the ``src`` addresses of the first ``n``
+    entries, as the subject's own code would."""
+
+    def order(self, n: int) -> list[int]:
+        """Indices that sort the entries by address (ties in staging order)."""
+        ...
+
+    def in_range(self, n: int, base: int, nbytes: int) -> list[bool]:
+        """Whether each address lies in ``[base, base + nbytes)``."""
+        ...
+
+    def high_bits(self, n: int, shift: int) -> list[int]:
+        """Each address shifted right by ``shift``."""
+        ...
+
+
 class TableSubject:
     """A :class:`PointerTable` in one encoding, executed by one engine."""
 
@@ -58,6 +80,7 @@ class TableSubject:
         self.name = f"{encoding.name}/{engine.name}"
         self.description = f"{encoding.description}, executed by {engine.name}"
         self.exposed_by = encoding.exposed_by
+        self.exposing = encoding.exposing
         self.executes = True
         self._table: PointerTable | None = None
         self._registry = AllocationRegistry()
@@ -91,6 +114,18 @@ class TableSubject:
 
     def read_back(self, n: int) -> list[tuple[int, int, int]]:
         return self.table.read_back(n)
+
+    def _src_bits(self, n: int) -> torch.Tensor:
+        return address_ops.column_bits(self.table.src.device[:n])
+
+    def order(self, n: int) -> list[int]:
+        return address_ops.unsigned_order(self._src_bits(n))
+
+    def in_range(self, n: int, base: int, nbytes: int) -> list[bool]:
+        return address_ops.unsigned_in_range(self._src_bits(n), base, nbytes)
+
+    def high_bits(self, n: int, shift: int) -> list[int]:
+        return address_ops.unsigned_high_bits(self._src_bits(n), shift)
 
     def __repr__(self) -> str:
         return f"<subject {self.name}>"

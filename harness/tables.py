@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,16 +27,20 @@ def _same(value: int) -> int:
 
 @dataclass(frozen=True)
 class Encoding:
-    """How an address is stored in a tensor: its dtype, the Python int written through the numpy
-    view for an address (``store``), and the address a read-back value stands for (``load``)."""
+    """How an address is stored in a tensor: its dtype, the Python value written through the
+    numpy view for an address (``store``), and the address a read-back value stands for
+    (``load``)."""
 
     name: str
     dtype: torch.dtype
     description: str
-    store: Callable[[int], int]
-    load: Callable[[int], int]
+    store: Callable[[int], int | float]
+    load: Callable[[Any], int]
     exposed_by: frozenset[str] = frozenset()
-    """For controls: the scenarios whose checks must catch this encoding's bug."""
+    """For controls: the scenarios (or ``scenario::check`` ids) that must catch this encoding's
+    bug."""
+    exposing: str = ""
+    """For controls: what kind of address makes the bug show."""
 
     @property
     def control(self) -> bool:
@@ -62,7 +67,8 @@ INT64 = Encoding(
     "control: Python ints written into an int64 table, which overflows at 2**63",
     store=_same,
     load=to_unsigned,
-    exposed_by=frozenset({"table_round_trip", "mixed_batches"}),
+    exposed_by=frozenset({"table_round_trip", "mixed_batches", "address_arithmetic"}),
+    exposing="addresses at or above 2**63",
 )
 ENCODINGS: dict[str, Encoding] = {e.name: e for e in (UINT64, INT64_BITCAST, INT64)}
 
@@ -87,16 +93,27 @@ class Column:
         self.device[:n].copy_(self.host[:n], non_blocking=non_blocking)
 
     def device_bits(self, n: int) -> list[int]:
-        """The first ``n`` device values as unsigned 64-bit ints, read through an int64 view so
-        the read works wherever int64 does, whatever the column's own dtype supports."""
-        values = self.device[:n].view(torch.int64).to("cpu").tolist()
-        return [to_unsigned(v) for v in values]
+        """The first ``n`` device values as the unsigned 64-bit ints a kernel loading them as
+        pointers sees. A 64-bit integer column is read through an int64 view, so the read works
+        wherever int64 does, whatever the column's own dtype supports; any other dtype (a
+        control's float64 or int32) is converted value by value, as a kernel's cast would."""
+        values = self.device[:n]
+        if values.dtype in (torch.int64, torch.uint64):
+            return [to_unsigned(v) for v in values.view(torch.int64).to("cpu").tolist()]
+        return [to_unsigned(int(v)) for v in values.to("cpu").tolist()]
 
 
 class PointerTable:
     """``src``/``dst``/``sizes`` columns of ``capacity`` entries for ``backend``."""
 
-    def __init__(self, capacity: int, encoding: Encoding, backend: Backend) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        encoding: Encoding,
+        backend: Backend,
+        *,
+        sizes_dtype: torch.dtype = SIZES_DTYPE,
+    ) -> None:
         if capacity < 0:
             raise ValueError(f"capacity={capacity} must be >= 0")
         self.capacity = capacity
@@ -105,7 +122,7 @@ class PointerTable:
         self.pinned = backend.can_pin
         self.src = Column.create(capacity, encoding.dtype, backend)
         self.dst = Column.create(capacity, encoding.dtype, backend)
-        self.sizes = Column.create(capacity, SIZES_DTYPE, backend)
+        self.sizes = Column.create(capacity, sizes_dtype, backend)
         self.staged = 0
         """How many entries are staged on the host: the offset the next stage writes at."""
 

@@ -3,6 +3,7 @@ for which entry, with addresses in hex."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import torch
@@ -30,6 +31,22 @@ def assert_table_holds(read_back: Sequence[tuple[int, int, int]], entries: Seque
         staged = (entry.src, entry.dst, entry.nbytes)
         if tuple(row) != staged:
             raise AssertionError(f"row {i}: device holds {_row(*row)}, staged {_row(*staged)}")
+
+
+def assert_same_answers(
+    question: str, addresses: Sequence[int], answers: Sequence[object], expected: Sequence[object]
+) -> None:
+    """A subject's answers to a question about its addresses are the unsigned ones."""
+    __tracebackhide__ = True
+    if list(answers) != list(expected):
+        shown = ", ".join(to_hex(a) for a in addresses)
+        raise AssertionError(
+            f"{question} for [{shown}]: answered {_shown(answers)}, expected {_shown(expected)}"
+        )
+
+
+def _shown(values: Sequence[object]) -> str:
+    return "[" + ", ".join(hex(v) if type(v) is int and v > 9 else str(v) for v in values) + "]"
 
 
 class Snapshot:
@@ -119,7 +136,8 @@ def assert_table_layout(table: PointerTable, capacity: int, backend: Backend) ->
 
 
 def assert_view_writes_through(table: PointerTable, index: int, value: int) -> None:
-    """A write through each column's numpy view is seen by its host tensor: they share memory."""
+    """A write through each column's numpy view is seen by its host tensor: they share memory.
+    ``value`` (non-zero) is written as each column's dtype can hold it."""
     __tracebackhide__ = True
     for name, column in zip(COLUMN_NAMES, table.columns, strict=True):
         if column.view.ctypes.data != column.host.data_ptr():
@@ -127,13 +145,24 @@ def assert_view_writes_through(table: PointerTable, index: int, value: int) -> N
                 f"{name} column: numpy view at {to_hex(column.view.ctypes.data)}, "
                 f"host tensor at {to_hex(column.host.data_ptr())}"
             )
-        column.view[index] = value
-        seen = int(column.host.view(torch.int64)[index])
-        if seen != value:
+        written = representable(value, column.host.dtype)
+        column.view[index] = written
+        seen = column.host[index].item()
+        if seen != written:
             raise AssertionError(
-                f"{name} column: wrote {value} at {index} through the view, "
+                f"{name} column: wrote {written} at {index} through the view, "
                 f"the host tensor holds {seen}"
             )
+
+
+def representable(value: int, dtype: torch.dtype) -> int | float:
+    """``value`` reduced into what ``dtype`` holds exactly: the buffer checks are about memory,
+    not about what an encoding can represent."""
+    if dtype.is_floating_point:
+        digits = 1 - int(math.log2(torch.finfo(dtype).eps))
+        return float(value % (1 << digits)) or 1.0
+    info = torch.iinfo(dtype)
+    return value % (info.max + 1) or 1
 
 
 def assert_offsets_accumulate(offsets: Sequence[int], step_sizes: Sequence[int]) -> None:

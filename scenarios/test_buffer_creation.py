@@ -1,6 +1,7 @@
 """Buffer creation: a pointer table has the capacity, dtypes and placement asked for, pins its
 host side where the backend can, stages through a numpy view that shares the host tensor's
-memory, accumulates staging offsets, and transfers only the entries asked for.
+memory, accumulates staging offsets, refuses to stage past its capacity, and transfers only
+the entries asked for.
 
 Addresses here stay in the lower half: these checks are about the buffers, not the encoding,
 so a control passes them like any other subject."""
@@ -24,3 +25,7 @@ test_staging_offsets_accumulate_and_only_n_entries_transfer = given(
     steps=st.lists(st.lists(checks.low_entries, max_size=6), min_size=1, max_size=4),
     data=st.data(),
 )(checks.staging_offsets_accumulate_and_only_n_entries_transfer)
+
+test_staging_past_the_capacity_is_refused = given(capacity=st.integers(0, 16), data=st.data())(
+    checks.staging_past_the_capacity_is_refused
+)

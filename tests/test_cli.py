@@ -40,12 +40,16 @@ def test_backends_json_is_the_platform_fingerprint(capsys: pytest.CaptureFixture
     assert fingerprint["backends"]["cpu"]["available"] is True
 
 
-def test_subjects_marks_the_controls(capsys: pytest.CaptureFixture[str]) -> None:
+def test_subjects_lists_the_builtin_ones_then_the_catalogue_marking_the_controls(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["subjects"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 9
-    controls = [line.split()[0] for line in lines if "[control;" in line]
-    assert controls == ["int64/triton", "int64/torch", "int64/ctypes"]
+    assert len(lines) == 9 + 10
+    by_default = [line.split()[0] for line in lines if "[control; must" in line]
+    assert by_default == ["int64/triton", "int64/torch", "int64/ctypes"]
+    catalogue = [line.split()[0] for line in lines if "[control; run with --controls" in line]
+    assert len(catalogue) == 10 and catalogue[0] == "float64"
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -518,3 +518,14 @@ def test_a_bad_argument_is_named_in_a_one_line_message(
     with pytest.raises(InvalidArgument, match=message) as raised:
         make_strategy()
     assert "\n" not in str(raised.value)
+
+
+def test_wide_ranges_give_addresses_with_random_low_bits_early() -> None:
+    """float64 storage loses the low bits of addresses above 2**53; generation alone (no
+    shrinking, no targeting) must meet such an address within a few dozen examples."""
+    lossy = find(
+        addresses(),
+        lambda a: a > 2**53 and int(float(a)) != a and a not in BOUNDARIES,
+        settings=settings(max_examples=40, phases=[Phase.generate], derandomize=True),
+    )
+    assert lossy > 2**53

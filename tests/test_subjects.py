@@ -17,7 +17,7 @@ from harness.tables import ENCODINGS, INT64, UINT64, PointerTable
 
 CPU = CpuBackend()
 INTEL_ADDRESS = 0xFFFF85ABD4E00000
-CONTROL_SCENARIOS = {"table_round_trip", "mixed_batches"}
+CONTROL_SCENARIOS = {"table_round_trip", "mixed_batches", "address_arithmetic"}
 ALL_NAMES = [f"{encoding}/{engine}" for encoding in ENCODINGS for engine in ENGINES]
 FIX_NAMES = [name for name in ALL_NAMES if not name.startswith("int64/")]
 
@@ -52,7 +52,7 @@ def test_builtin_subjects_list_fixes_before_controls() -> None:
     assert controls.count(True) == len(ENGINES)
 
 
-def test_the_controls_are_the_int64_subjects_exposed_by_round_trip_and_mixed_batches() -> None:
+def test_the_builtin_controls_are_the_int64_subjects() -> None:
     subjects = builtin_subjects()
     controls = {name for name, s in subjects.items() if s.exposed_by}
     assert controls == {f"int64/{engine}" for engine in ENGINES}

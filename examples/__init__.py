@@ -1,0 +1,1 @@
+"""Worked examples of users' own subjects; see examples/README.md."""
