@@ -9,6 +9,9 @@
 - ``ptrport probe --backend=NAME``: which torch operations work on uint64 there, as a table,
   recorded as the ``uint64_operations`` results of the platform report; exit status 1 if an
   operation gives a silently wrong result.
+- ``ptrport matrix [KIND...] [--no-run] [--promote]``: the nightly matrix on this machine: tox
+  runs each platform kind, then the reports are merged and diffed against the baseline; exit 1
+  on a regression or an environment without a report.
 - ``ptrport report merge REPORT... -o OUT``: the compatibility matrix (``.md``, ``.html``,
   ``.json`` by the extension of OUT).
 - ``ptrport report diff --baseline B CURRENT...``: regressions; exit 0 none, 1 some.
@@ -33,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from harness import __version__, controls, diff, probe, render, repro
+from harness import __version__, controls, diff, local_matrix, probe, render, repro
 from harness.backends import Backend, load_backends, parse_backend_spec
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
@@ -98,6 +101,17 @@ def _subjects(args: argparse.Namespace) -> int:
             control = f"  [control{how}; must fail in {where}]"
         print(f"{subject.name:<{width}}  {subject.description}{control}")
     return 0
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    return local_matrix.main_run(
+        args.kinds or list(local_matrix.DEFAULT_KINDS),
+        reports=args.reports,
+        baseline=args.baseline,
+        no_run=args.no_run,
+        do_promote=args.promote,
+        expectations=args.expectations,
+    )
 
 
 def _controls(args: argparse.Namespace) -> int:
@@ -430,6 +444,42 @@ def _parser() -> argparse.ArgumentParser:
         help="backends to run on (default: available)",
     )
     controls_.set_defaults(run=_controls, passes_through=True)
+    matrix_ = commands.add_parser(
+        "matrix",
+        help="run platform kinds with tox here, merge their reports and diff them against the "
+        "baseline; exit 1 if a check regressed or an environment wrote no report",
+    )
+    matrix_.add_argument(
+        "kinds",
+        nargs="*",
+        metavar="KIND",
+        help=f"tox environments to run (default: {' '.join(local_matrix.DEFAULT_KINDS)})",
+    )
+    matrix_.add_argument(
+        "--no-run",
+        action="store_true",
+        help="run nothing: merge and diff every report already in the reports directory",
+    )
+    matrix_.add_argument(
+        "--reports",
+        type=Path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="where the reports are and the matrix goes (default: reports)",
+    )
+    matrix_.add_argument(
+        "--baseline",
+        type=Path,
+        default=local_matrix.BASELINE,
+        metavar="MATRIX_JSON",
+        help=f"the merged result to diff against (default: {local_matrix.BASELINE})",
+    )
+    matrix_.add_argument(
+        "--promote",
+        action="store_true",
+        help="afterwards, make this merged result the baseline",
+    )
+    matrix_.set_defaults(run=_matrix)
     _probe_command(commands)
     _report_commands(commands)
     return parser

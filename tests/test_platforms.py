@@ -1,0 +1,137 @@
+"""Platform kinds: what each installs, and that a GPU kind on a machine without its device stops
+with the reason before installing anything."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import platforms
+from harness.platforms import KINDS
+
+REPO = Path(__file__).resolve().parent.parent
+GPU_KINDS = ["cuda", "rocm", "xpu", "mps"]
+
+
+def test_the_kinds_are_the_cpu_ones_then_the_gpu_ones() -> None:
+    assert list(KINDS) == ["cpu", "cpu-latest", "ipex", *GPU_KINDS]
+    assert [k.name for k in KINDS.values() if k.gpu] == GPU_KINDS
+    assert {k.backend for k in KINDS.values() if not k.gpu} == {"cpu"}
+
+
+def test_tox_has_one_environment_per_kind_in_one_factored_section() -> None:
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(REPO / "tox.ini")
+    section = f"testenv:{{{','.join(KINDS)}}}"
+    assert config.has_section(section), config.sections()
+    assert "harness.platforms install {env_name}" in config[section]["commands_pre"]
+    listed = [e.strip() for e in config["tox"]["env_list"].split(",")]
+    assert set(KINDS) | {"tests", "lint", "type", "report"} == set(listed)
+
+
+def test_a_cpu_kind_installs_its_pinned_torch_then_the_project() -> None:
+    commands = KINDS["cpu"].install_commands("python")
+    assert commands == [
+        ["python", "-m", "pip", "install", "torch==2.13.0"],
+        ["python", "-m", "pip", "install", "-e", ".[triton]"],
+    ]
+    assert KINDS["cpu-latest"].install_commands("python")[0][-1] == "torch==2.14.1"
+
+
+def test_ipex_installs_torch_2_8_and_the_extension_beside_it() -> None:
+    commands = KINDS["ipex"].install_commands("python")
+    assert commands[0][-1] == "torch==2.8.0"
+    assert commands[1][-1] == "intel-extension-for-pytorch==2.8.0"
+
+
+def test_gpu_builds_come_from_their_index_and_mps_installs_no_triton() -> None:
+    rocm = KINDS["rocm"].install_commands("python")[0]
+    assert rocm[-2:] == ["--index-url", f"{platforms.PYTORCH_INDEX}/rocm6.4"]
+    assert KINDS["mps"].install_commands("python")[-1][-1] == "."
+
+
+def test_xpu_before_torch_2_5_adds_intel_extension_for_pytorch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(platforms.TORCH_ENV, "torch==2.4.1")
+    commands = KINDS["xpu"].install_commands("python")
+    assert commands[0][4] == "torch==2.4.1"
+    assert commands[1][4] == "intel-extension-for-pytorch~=2.4.0"
+    assert platforms.INTEL_INDEX in commands[1]
+    monkeypatch.setenv(platforms.TORCH_ENV, "torch==2.7.0")
+    assert len(KINDS["xpu"].install_commands("python")) == 2
+
+
+def test_the_run_command_names_the_backend_and_the_kind_as_platform(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PTRPORT_PLATFORM", raising=False)
+    command = platforms.run_command(KINDS["cpu-latest"], ["-k", "round_trip"])
+    assert command[1:] == [
+        "-m",
+        "pytest",
+        "--backend=cpu",
+        "--platform-name=cpu-latest",
+        "-k",
+        "round_trip",
+    ]
+    monkeypatch.setenv("PTRPORT_PLATFORM", "lab-7")
+    assert "--platform-name=lab-7" in platforms.run_command(KINDS["cpu"])
+
+
+def _module(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.platforms", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("name", GPU_KINDS)
+def test_a_missing_device_is_one_line_and_exit_1(name: str) -> None:
+    reason = KINDS[name].missing_device()
+    if reason is None:
+        pytest.skip(f"this machine has the device of {name}")
+    done = _module("install", name)
+    assert done.returncode == 1
+    assert done.stderr == f"ptrport: {reason}\n"
+    assert done.stdout == ""
+
+
+def test_the_cpu_is_always_there() -> None:
+    assert KINDS["cpu"].missing_device() is None
+    assert _module("require", "cpu").returncode == 0
+
+
+def test_bad_usage_and_unknown_kinds_exit_2() -> None:
+    assert _module("require").returncode == 2
+    done = _module("require", "tpu")
+    assert done.returncode == 2
+    assert "unknown platform kind 'tpu'; known: cpu, cpu-latest" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("tox") is None, reason="tox is not installed")
+def test_tox_e_xpu_fails_fast_without_installing_torch(tmp_path: Path) -> None:
+    if KINDS["xpu"].missing_device() is None:
+        pytest.skip("this machine has an Intel GPU")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOX")}
+    done = subprocess.run(
+        ["tox", "-e", "xpu", "--workdir", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert "ptrport: xpu: no Intel GPU here" in done.stdout + done.stderr
+    site = list(tmp_path.glob("xpu/lib/python*/site-packages"))
+    assert site and not list(site[0].glob("torch*"))
