@@ -475,6 +475,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"the merged result to diff against (default: {local_matrix.BASELINE})",
     )
     matrix_.add_argument(
+        "--expectations",
+        type=Path,
+        default=local_matrix.EXPECTATIONS,
+        metavar="TOML",
+        help=f"known failures (default: {local_matrix.EXPECTATIONS}, where it exists)",
+    )
+    matrix_.add_argument(
         "--promote",
         action="store_true",
         help="afterwards, make this merged result the baseline",

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 from harness import diff, render
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
-from harness.matrix import Matrix, build_matrix
+from harness.matrix import CellState, Matrix, build_matrix
 from harness.platforms import KINDS
 from harness.report import PlatformReport, load_reports, report_path
 
@@ -141,8 +142,9 @@ def summary(outcome: Outcome, baseline: Path | None) -> list[str]:
         for r in outcome.runs:
             state = "report written" if r.report else "NO REPORT"
             lines.append(f"{r.name:<{width}}  exit {r.exit_status}  {r.wall_s:7.1f} s  {state}")
-    for column in outcome.matrix.columns:
-        counts = ", ".join(f"{n} {k}" for k, n in column.totals.items() if n)
+    for index, column in enumerate(outcome.matrix.columns):
+        states = Counter(row.cells[index].state.value for row in outcome.matrix.rows)
+        counts = ", ".join(f"{s.value}: {states[s.value]}" for s in CellState if states[s.value])
         torch = column.versions.get("torch", "?")
         lines.append(f"{column.name} (torch {torch}): {counts}")
     lines.extend(f"wrote {p}" for p in outcome.written)

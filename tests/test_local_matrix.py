@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import local_matrix
+from harness.cli import main
 from harness.errors import HarnessError
 from harness.records import Outcome
 from tests.sample_reports import report, result
@@ -159,3 +160,18 @@ def test_known_failures_from_the_expectations_file_are_shown_as_known(tmp_path: 
     )
     markdown = (tmp_path / "matrix.md").read_text()
     assert "known" in markdown and "Triton 3.4" in markdown
+
+
+def test_ptrport_matrix_no_run_merges_a_directory_and_promotes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _two_platforms(tmp_path)
+    baseline = tmp_path / "baseline" / "matrix.json"
+    argv = ["matrix", "--no-run", "--reports", str(tmp_path), "--baseline", str(baseline)]
+    assert main([*argv, "--expectations", str(tmp_path / "none.toml"), "--promote"]) == 0
+    assert baseline.exists()
+    assert main([*argv, "--expectations", str(tmp_path / "none.toml")]) == 0
+    out = capsys.readouterr().out
+    assert f"against {baseline}: no regressions" in out
+    assert main(["matrix", "tpu"]) == 2
+    assert "unknown platform kind 'tpu'" in capsys.readouterr().err
