@@ -9,12 +9,16 @@
 - ``ptrport probe --backend=NAME``: which torch operations work on uint64 there, as a table,
   recorded as the ``uint64_operations`` results of the platform report; exit status 1 if an
   operation gives a silently wrong result.
+- ``ptrport bench --backend=NAME [--repeat N] [--quick]``: how fast staging, transfer and each
+  engine are against the plainest copy of the same bytes, as a table, recorded as the
+  ``benchmarks`` section of the platform report; exit status 0 (timings never fail it).
 - ``ptrport matrix [KIND...] [--no-run] [--promote]``: the nightly matrix on this machine: tox
   runs each platform kind, then the reports are merged and diffed against the baseline; exit 1
   on a regression or an environment without a report.
 - ``ptrport report merge REPORT... -o OUT``: the compatibility matrix (``.md``, ``.html``,
   ``.json`` by the extension of OUT).
-- ``ptrport report diff --baseline B CURRENT...``: regressions; exit 0 none, 1 some.
+- ``ptrport report diff --baseline B CURRENT... [--perf-drop F]``: regressions, performance
+  ones (a benchmark ratio fallen by more than F, default 0.2) apart; exit 0 none, 1 some.
 - ``ptrport report render MATRIX.json -o OUT``: a merged matrix in another format.
 - ``ptrport report repro REPORT --check ID -o FILE`` (or ``--all --out-dir DIR``): scripts that
   rerun a failure.
@@ -36,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from harness import __version__, controls, diff, local_matrix, probe, render, repro
+from harness import __version__, bench, controls, diff, local_matrix, probe, render, repro
 from harness.backends import Backend, load_backends, parse_backend_spec
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
@@ -195,6 +199,13 @@ def _record_probe(
     if path.exists():
         replace_scenario_results(path, SCENARIO, [b.name for b in backends], results)
         return path
+    return _new_report(args, backends, platform_id, results)
+
+
+def _new_report(
+    args: argparse.Namespace, backends: list[Backend], platform_id: str, results: list[Result]
+) -> Path:
+    """A report of its own for a command's ``results`` (none for ``bench``), finished now."""
     finished = time.time()
     run = RunInfo(
         started=_iso(args.started),
@@ -249,6 +260,44 @@ def _probe(args: argparse.Namespace) -> int:
     return 1 if wrong else 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    args.started = time.time()
+    backends = _probe_backends(args.backend)
+    platform_id = _probe_platform(args, backends)
+    path = report_path(args.report_dir, platform_id)
+    _check_existing_report(path)
+    sizes = bench.QUICK if args.quick else bench.FULL
+    measured: list[bench.Measurement] = []
+    benched: list[str] = []
+    for backend in backends:
+        if not backend.is_available():
+            print(f"{backend.name}: not available: {backend.unavailable_reason}")
+            continue
+        print(
+            f"{backend.name} ({backend.device_model() or backend.device}, torch "
+            f"{torch.__version__}): {args.repeat} repeats after {bench.WARMUP} warm-up runs"
+            f"{', quick sizes' if args.quick else ''}"
+        )
+        print(bench.table_row(bench.HEADER), flush=True)
+        measured += bench.measure(
+            backend,
+            sizes=sizes,
+            repeat=args.repeat,
+            progress=lambda m: print(bench.format_measurement(m), flush=True),
+        )
+        print("\n".join(f"  {note}" for note in bench.notes(backend, args.repeat)) + "\n")
+        benched.append(backend.name)
+    if not benched:
+        print("ptrport: no backend to benchmark here; nothing recorded")
+        return 0
+    if not path.exists():
+        _new_report(args, backends, platform_id, [])
+    found = bench.section(measured, started=_iso(args.started), argv=args.argv, quick=args.quick)
+    bench.record(path, found, benched)
+    print(f"ptrport: recorded {len(measured)} benchmarks in {path}")
+    return 0
+
+
 def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
 
@@ -294,7 +343,11 @@ def _diff(args: argparse.Namespace) -> int:
     current = load_reports(args.current)
     expectations = _expectations(args, baseline + current)
     found = diff.diff_reports(
-        baseline, current, expectations=expectations, coverage_drop=args.coverage_drop
+        baseline,
+        current,
+        expectations=expectations,
+        coverage_drop=args.coverage_drop,
+        perf_drop=args.perf_drop,
     )
     text = diff.to_markdown(found)
     if args.out is None:
@@ -366,6 +419,14 @@ def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         metavar="FRACTION",
         help="a drop in executed checks larger than this is a regression (default 0.05)",
     )
+    diff_.add_argument(
+        "--perf-drop",
+        type=_coverage_drop,
+        default=diff.PERF_DROP,
+        metavar="FRACTION",
+        help="a benchmark ratio (ptrport bench) falling by more than this is a performance "
+        f"regression, listed apart and counted like any other (default {diff.PERF_DROP:g})",
+    )
     diff_.set_defaults(run=_diff)
 
     repro_ = actions.add_parser("repro", help="standalone scripts that rerun failures")
@@ -411,6 +472,55 @@ def _probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
     )
     probe_.set_defaults(run=_probe)
+
+
+def _repeat(value: str) -> int:
+    try:
+        repeat = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if repeat < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return repeat
+
+
+def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench_ = commands.add_parser(
+        "bench",
+        help="how fast staging, transfer and each engine are against the copy floor; recorded "
+        "in the platform report's benchmarks section",
+    )
+    bench_.add_argument(
+        "--backend",
+        default="available",
+        metavar="NAME[,NAME]|all|available",
+        help="backends to measure (default: available)",
+    )
+    bench_.add_argument(
+        "--repeat",
+        type=_repeat,
+        default=bench.DEFAULT_REPEAT,
+        metavar="N",
+        help=f"timed runs of each measurement after warm-up (default: {bench.DEFAULT_REPEAT}; "
+        f"Triton's interpreter on CPU: at most {bench.INTERPRETED_REPEAT})",
+    )
+    bench_.add_argument(
+        "--quick", action="store_true", help="smaller tables and batches (a tenth or so)"
+    )
+    bench_.add_argument(
+        "--report-dir",
+        type=Path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="where the platform report is (default: reports)",
+    )
+    bench_.add_argument(
+        "--platform-name",
+        type=_platform_name,
+        metavar="ID",
+        help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
+    )
+    bench_.set_defaults(run=_bench)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -488,6 +598,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     matrix_.set_defaults(run=_matrix)
     _probe_command(commands)
+    _bench_command(commands)
     _report_commands(commands)
     return parser
 

@@ -7,6 +7,13 @@ dropped by more than ``coverage_drop``; or a platform that has no current report
 operation probe (the ``uint64_operations`` scenario) regresses when its verdict gets worse
 (works, then raises, then wrong) and is fixed when it gets better; a probe that raised ran.
 
+A **performance regression** is a benchmark (``ptrport bench``, the reports' ``benchmarks``
+section) whose ratio to its baseline copy fell by more than ``perf_drop`` (default 20%) from the
+baseline report's, for the same measurement, backend and size. Ratios, not absolute speeds, are
+compared, so a busier or faster machine moves both sides alike. Performance regressions are
+listed in a section of their own, apart from the correctness ones, and count as regressions:
+``ptrport report diff`` exits 1 for them too.
+
 Pure: reports in, values and text out; no pytest.
 """
 
@@ -16,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness import op_support
+from harness.bench import Measurement, measurements_of
 from harness.expectations import Expectation, Expectations
 from harness.markup import markdown_text
 from harness.records import Outcome, Result
@@ -24,6 +32,8 @@ from harness.report import PlatformReport, by_platform
 GOOD = frozenset({Outcome.PASSED, Outcome.XFAILED})
 """Outcomes a later bad result is a regression from."""
 LIST_LIMIT = 20
+PERF_DROP = 0.2
+"""A benchmark ratio may fall by this fraction before that counts as a regression."""
 """Appeared and disappeared results are listed one by one only up to this many."""
 
 Key = tuple[str, str | None, str]
@@ -35,6 +45,19 @@ class Change:
 
     was: Result
     now: Result
+
+
+@dataclass(frozen=True)
+class PerfRegression:
+    """A benchmark whose ratio to its baseline copy fell too far."""
+
+    was: Measurement
+    now: Measurement
+
+    @property
+    def drop(self) -> float:
+        """The fraction of the baseline's ratio lost: 0.3 for 1.0 -> 0.7."""
+        return 1 - self.now.ratio / self.was.ratio
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,10 +81,14 @@ class PlatformDiff:
     coverage_lost: bool
     incomplete: bool
     """The current report is from a run that did not finish."""
+    perf_regressions: tuple[PerfRegression, ...] = ()
+    """Benchmarks whose ratio fell by more than the diff's ``perf_drop``."""
+    benchmarks_compared: int = 0
+    """Benchmarks measured in both reports (same name, backend and size)."""
 
     @property
     def regressions(self) -> int:
-        return len(self.new_failures) + int(self.coverage_lost)
+        return len(self.new_failures) + int(self.coverage_lost) + len(self.perf_regressions)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,10 +102,16 @@ class Diff:
     stale: tuple[tuple[Expectation, str], ...]
     """Expectations to remove, with why (see :meth:`Expectations.stale`)."""
     coverage_drop: float
+    perf_drop: float = PERF_DROP
 
     @property
     def regressions(self) -> int:
         return sum(p.regressions for p in self.platforms) + len(self.missing)
+
+    @property
+    def perf_regressions(self) -> tuple[tuple[str, PerfRegression], ...]:
+        """``(platform id, regression)`` for every platform, in the platforms' order."""
+        return tuple((p.platform_id, r) for p in self.platforms for r in p.perf_regressions)
 
     @property
     def regressed(self) -> bool:
@@ -91,20 +124,25 @@ def diff_reports(
     *,
     expectations: Expectations,
     coverage_drop: float = 0.05,
+    perf_drop: float = PERF_DROP,
 ) -> Diff:
     """Compare ``current`` with ``baseline``, platform by platform (paired by platform id).
 
     ``coverage_drop`` is the fraction of executed results a platform may lose before that
-    counts as a regression: 0.05 lets 100 executed results become 95, not 94. Platform ids
-    must be unique within each side, as :func:`harness.report.load_reports` gives them.
+    counts as a regression: 0.05 lets 100 executed results become 95, not 94. ``perf_drop`` is
+    the fraction of a benchmark's ratio it may lose: 0.2 lets 1.0 become 0.8, not 0.79.
+    Platform ids must be unique within each side, as :func:`harness.report.load_reports` gives
+    them.
     """
     if not 0 <= coverage_drop < 1:
         raise ValueError(f"coverage_drop={coverage_drop!r} must be in [0, 1)")
+    if not 0 <= perf_drop < 1:
+        raise ValueError(f"perf_drop={perf_drop!r} must be in [0, 1)")
     before = by_platform(baseline)
     after = by_platform(current)
     return Diff(
         platforms=tuple(
-            _platform_diff(before[p], report, expectations, coverage_drop)
+            _platform_diff(before[p], report, expectations, coverage_drop, perf_drop)
             for p, report in after.items()
             if p in before
         ),
@@ -112,6 +150,7 @@ def diff_reports(
         new=tuple(r for p, r in after.items() if p not in before),
         stale=tuple(expectations.stale(current)),
         coverage_drop=coverage_drop,
+        perf_drop=perf_drop,
     )
 
 
@@ -120,6 +159,7 @@ def _platform_diff(
     current: PlatformReport,
     expectations: Expectations,
     coverage_drop: float,
+    perf_drop: float,
 ) -> PlatformDiff:
     was: dict[Key, Result] = {r.key: r for r in baseline.results}
     now: dict[Key, Result] = {r.key: r for r in current.results}
@@ -128,6 +168,7 @@ def _platform_diff(
     excused = [(c, expectations.find(current.platform_id, c.now)) for c in worse]
     before = sum(_ran(r) for r in baseline.results)
     after = sum(_ran(r) for r in current.results)
+    benchmarks = _benchmarks(baseline, current)
     return PlatformDiff(
         platform_id=current.platform_id,
         versions_changed=_versions_changed(baseline.versions(), current.versions()),
@@ -140,7 +181,22 @@ def _platform_diff(
         executed_after=after,
         coverage_lost=after < before * (1 - coverage_drop),
         incomplete=not current.complete,
+        perf_regressions=tuple(
+            PerfRegression(was, now)
+            for was, now in benchmarks
+            if was.ratio > 0 and now.ratio < was.ratio * (1 - perf_drop)
+        ),
+        benchmarks_compared=len(benchmarks),
     )
+
+
+def _benchmarks(
+    baseline: PlatformReport, current: PlatformReport
+) -> list[tuple[Measurement, Measurement]]:
+    """The benchmarks both reports measured, as ``(baseline, current)``, in the current
+    report's order."""
+    was = {m.key: m for m in measurements_of(baseline)}
+    return [(was[m.key], m) for m in measurements_of(current) if m.key in was]
 
 
 def _verdicts(change: Change) -> tuple[op_support.Verdict, op_support.Verdict] | None:
@@ -181,6 +237,8 @@ def to_markdown(diff: Diff) -> str:
     lines = [f"## ptrport diff: {_verdict(diff.regressions)}", "", _summary(diff), ""]
     for platform in diff.platforms:
         lines += _platform_section(platform, diff.coverage_drop)
+    if diff.perf_regressions:
+        lines += _perf_section(diff)
     if diff.missing:
         lines += ["### Missing platforms", "", "In the baseline, with no current report:", ""]
         lines += _table(
@@ -217,6 +275,7 @@ def _summary(diff: Diff) -> str:
         "known failures": sum(len(p.known) for p in diff.platforms),
         "fixed": sum(len(p.fixed) for p in diff.platforms),
         "platforms that lost coverage": sum(p.coverage_lost for p in diff.platforms),
+        "performance regressions": len(diff.perf_regressions),
         "missing platforms": len(diff.missing),
         "new platforms": len(diff.new),
         "stale expectations": len(diff.stale),
@@ -256,10 +315,53 @@ def _platform_section(platform: PlatformDiff, coverage_drop: float) -> list[str]
     lines += _listed("Disappeared", "in the baseline, not now", platform.disappeared)
     lines += _listed("Appeared", "not in the baseline", platform.appeared)
     lines += [_coverage(platform, coverage_drop), ""]
+    if platform.benchmarks_compared:
+        slower = len(platform.perf_regressions)
+        lines += [
+            f"Benchmarks: {platform.benchmarks_compared} compared"
+            + (f", **{slower} slower** (see Performance regressions)." if slower else "."),
+            "",
+        ]
     return lines
 
 
 _RESULT_COLUMNS = ("check", "subject", "backend")
+
+
+def _perf_section(diff: Diff) -> list[str]:
+    """Benchmarks whose ratio fell too far, apart from the correctness regressions."""
+    lines = [
+        "### Performance regressions",
+        "",
+        f"Benchmark ratios (the harness's speed / the plain copy's) that fell by more than "
+        f"{diff.perf_drop * 100:g}% from the baseline's (`ptrport bench`):",
+        "",
+    ]
+    rows = [
+        [
+            markdown_text(platform_id),
+            markdown_text(r.now.backend),
+            markdown_text(r.now.name),
+            markdown_text(r.now.size),
+            f"{r.was.ratio:.3g}",
+            f"{r.now.ratio:.3g}",
+            f"{-r.drop:+.0%}",
+            f"{_rate(r.was.median, r.was)} → {_rate(r.now.median, r.now)}",
+            f"{markdown_text(r.now.baseline)}: {_rate(r.was.baseline_median, r.was)} → "
+            f"{_rate(r.now.baseline_median, r.now)}",
+        ]
+        for platform_id, r in diff.perf_regressions
+    ]
+    headers = ["platform", "backend", "benchmark", "size", "was", "now", "change"]
+    lines = lines + _table([*headers, "median", "baseline median"], rows)
+    note = (
+        "A ratio falls when the benchmark got slower or its baseline faster: the medians say which."
+    )
+    return [*lines, note, ""]
+
+
+def _rate(value: float, m: Measurement) -> str:
+    return f"{value:.3g} {markdown_text(m.unit)}"
 
 
 def _cells(result: Result) -> list[str]:

@@ -58,12 +58,22 @@ def admit_entries(
 ) -> list[AdmittedCopy]:
     """:func:`admit` for ``(src, dst, nbytes)`` rows read from anywhere, e.g. a user subject's
     own table as it reads it back."""
+    # The live ranges, resolved once per batch rather than once per entry and side; a range
+    # none of them holds is handed to the registry, which refuses it in its own words.
+    spans = [(a.address, a.end, a) for a in registry]
+
+    def find(address: int, nbytes: int) -> tuple[Allocation, int]:
+        for start, end, allocation in spans:
+            if start <= address and address + nbytes <= end:
+                return allocation, address - start
+        return registry.find(address, nbytes)
+
     admitted = []
     for src, dst, nbytes in rows:
         if nbytes == 0:
             continue
-        src_allocation, src_offset = registry.find(src, nbytes)
-        dst_allocation, dst_offset = registry.find(dst, nbytes)
+        src_allocation, src_offset = find(src, nbytes)
+        dst_allocation, dst_offset = find(dst, nbytes)
         admitted.append(
             AdmittedCopy(src, dst, nbytes, src_allocation, src_offset, dst_allocation, dst_offset)
         )
@@ -97,8 +107,11 @@ class TorchEngine:
     ) -> list[AdmittedCopy]:
         copies = admit(table, n, registry)
         for c in copies:
-            dst = c.dst_allocation.payload[c.dst_offset : c.dst_offset + c.nbytes]
-            dst.copy_(c.src_allocation.payload[c.src_offset : c.src_offset + c.nbytes])
+            # One slice of each whole buffer (not of its payload view): the same bytes.
+            src_at = c.src_allocation.start + c.src_offset
+            dst_at = c.dst_allocation.start + c.dst_offset
+            dst = c.dst_allocation.buffer[dst_at : dst_at + c.nbytes]
+            dst.copy_(c.src_allocation.buffer[src_at : src_at + c.nbytes])
         return copies
 
 

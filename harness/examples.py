@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import secrets
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,18 +47,29 @@ class ExampleLog:
     last: dict[str, Any] | None = None
     body: str | None = None
     """``module:function`` of the body Hypothesis calls, for repro scripts."""
+    on_progress: Callable[[ExampleLog, dict[str, Any]], None] | None = None
+    """Called with the inputs so far when an example starts and after each draw (an isolated
+    child tells its parent where it is, in case it dies there)."""
+
+    def progress(self, inputs: dict[str, Any]) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self, inputs)
 
 
 class _RecordingData:
     """Stands in for Hypothesis's ``st.data()`` object and remembers what was drawn."""
 
-    def __init__(self, data: st.DataObject, draws: dict[str, Any]) -> None:
+    def __init__(
+        self, data: st.DataObject, draws: dict[str, Any], progress: Callable[[], None]
+    ) -> None:
         self._data = data
         self._draws = draws
+        self._progress = progress
 
     def draw(self, strategy: st.SearchStrategy[Any], label: Any = None) -> Any:
         value = self._data.draw(strategy, label)
         self._draws[str(label) if label is not None else f"draw_{len(self._draws) + 1}"] = value
+        self._progress()
         return value
 
     def __repr__(self) -> str:
@@ -82,14 +93,19 @@ def prepare(test: Any, *, seed_value: int, log: ExampleLog, fixtures: Collection
         log.count += 1
         generated: dict[str, Any] = {}
         draws: dict[str, Any] = {}
+
+        def progress() -> None:
+            log.progress({**generated, **draws})
+
         for name, value in kwargs.items():
             if name in fixtures:
                 continue
             if isinstance(value, st.DataObject):
-                kwargs[name] = _RecordingData(value, draws)
+                kwargs[name] = _RecordingData(value, draws, progress)
             else:
                 generated[name] = value
         log.last = generated
+        progress()
         try:
             return inner(*args, **kwargs)
         except UnsatisfiedAssumption:

@@ -26,9 +26,10 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.records import Outcome, Result
 from harness.report import PlatformReport
+from harness.schema import short
 
 KEYS = ("check", "subjects", "backends", "platforms", "reason", "issue")
-KNOWN_OUTCOMES = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED})
+KNOWN_OUTCOMES = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.TIMED_OUT})
 """What an expectation can excuse; an xpassed control means the harness went blind, and no
 file entry may hide that."""
 
@@ -123,17 +124,23 @@ def load_expectations(path: Path) -> Expectations:
     """Read and validate an expectations file; any problem is an :class:`ExpectationsError`
     naming the file, the entry and the key."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ExpectationsError(f"{path}: cannot read it: {exc}") from None
     try:
         document = tomllib.loads(text)
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables by recursion.
+        raise ExpectationsError(f"{path}: not valid TOML (nested too deeply)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ExpectationsError(f"{path}: not valid TOML ({_one_line(exc)})") from None
+    except ValueError:
+        # int() refuses a decimal integer of more digits than sys.get_int_max_str_digits().
+        raise ExpectationsError(f"{path}: not valid TOML (an integer too long to read)") from None
     for key in document:
         if key != "known":
             raise ExpectationsError(
-                f"{path}: unknown top-level key {key!r}; the file holds only [[known]] entries"
+                f"{path}: unknown top-level key {short(key)}; the file holds only [[known]] entries"
             )
     known = document.get("known", [])
     if not isinstance(known, list) or not all(isinstance(t, dict) for t in known):
@@ -147,7 +154,9 @@ def _entry(path: Path, index: int, table: dict[str, Any]) -> Expectation:
     where = f"{path}: known[{index}]"
     for key in table:
         if key not in KEYS:
-            raise ExpectationsError(f"{where}: unknown key {key!r}; the keys are {', '.join(KEYS)}")
+            raise ExpectationsError(
+                f"{where}: unknown key {short(key)}; the keys are {', '.join(KEYS)}"
+            )
     for key in ("check", "reason"):
         if key not in table:
             raise ExpectationsError(f"{where}: {key!r} is required")
@@ -156,7 +165,7 @@ def _entry(path: Path, index: int, table: dict[str, Any]) -> Expectation:
     issue = table.get("issue")
     if issue is not None and not _is_url(issue):
         raise ExpectationsError(
-            f"{where}.issue must be an http:// or https:// URL without spaces, not {issue!r}"
+            f"{where}.issue must be an http:// or https:// URL without spaces, not {short(issue)}"
         )
     return Expectation(
         check=table["check"],

@@ -43,6 +43,7 @@ class CellState(enum.StrEnum):
     SKIPPED = "skipped"
     UNAVAILABLE = "unavailable"
     CRASHED = "crashed"
+    TIMED_OUT = "timed out"
     ERROR = "error"
     NOT_RUN = "not run"
     """The column has no result for this row."""
@@ -54,6 +55,7 @@ class CellState(enum.StrEnum):
             CellState.FAILED,
             CellState.UNEXPECTED_PASS,
             CellState.CRASHED,
+            CellState.TIMED_OUT,
             CellState.ERROR,
         )
 
@@ -72,8 +74,9 @@ _STATE_OF: dict[Outcome, CellState] = {
     Outcome.UNAVAILABLE: CellState.UNAVAILABLE,
     Outcome.ERROR: CellState.ERROR,
     Outcome.CRASHED: CellState.CRASHED,
+    Outcome.TIMED_OUT: CellState.TIMED_OUT,
 }
-_KNOWABLE = (Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED)
+_KNOWABLE = (Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.TIMED_OUT)
 
 
 @dataclass(frozen=True)

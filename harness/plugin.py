@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import argparse
 import re
+import tempfile
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import settings as hypothesis_settings
+from hypothesis.errors import FailedHealthCheck
 
-from harness import controls, examples
+from harness import controls, examples, isolation
 from harness.backends import (
     Backend,
     BackendSelection,
@@ -36,10 +38,18 @@ from harness.fingerprint import (
     platform_id_from_env,
 )
 from harness.records import Outcome, Result, describe_example
-from harness.report import FINISHED, INTERRUPTED, RUNNING, ReportWriter, RunInfo, build_report
+from harness.report import (
+    FINISHED,
+    INTERRUPTED,
+    RUNNING,
+    ReportWriter,
+    RunInfo,
+    build_report,
+    scenario_speed,
+)
 from harness.subjects import Subject, builtin_subjects
 from harness.summary import backend_table
-from harness.user_subjects import select_subjects
+from harness.user_subjects import UserSubject, select_subjects
 
 BACKEND_ARG = "backend"
 SUBJECT_ARG = "subject"
@@ -90,6 +100,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "print whether each was caught; the run fails if one is missed",
     )
     group.addoption(
+        "--isolate",
+        dest="ptrport_isolate",
+        action="store_const",
+        const=True,
+        default=None,
+        help="run each check in a child process, so that a crash or a hang costs one result "
+        "(default: on for non-CPU backends and for users' own subjects)",
+    )
+    group.addoption(
+        "--no-isolate",
+        dest="ptrport_isolate",
+        action="store_const",
+        const=False,
+        help="run every check in this process",
+    )
+    group.addoption(
+        "--example-timeout",
+        dest="ptrport_example_timeout",
+        default=60.0,
+        type=float,
+        metavar="SECONDS",
+        help="in an isolated check, the longest one example may run (default: 60)",
+    )
+    group.addoption(
+        "--ptrport-child",
+        dest="ptrport_child",
+        default=None,
+        help=argparse.SUPPRESS,
+    )
+    group.addoption(
         "--report-dir",
         dest="ptrport_report_dir",
         default=None,
@@ -127,6 +167,11 @@ class CheckInfo:
 
 _CHECK_INFO = pytest.StashKey[CheckInfo]()
 
+_LOST_PHASES: tuple[
+    tuple[Literal["setup", "call", "teardown"], Literal["passed", "failed"]], ...
+] = (("setup", "passed"), ("call", "failed"), ("teardown", "passed"))
+"""The reports an isolated check that crashed or hung is shown with."""
+
 
 @dataclass
 class _Pending:
@@ -152,12 +197,22 @@ class PtrportRun:
     report_dir: Path
     run_seed: str
     controls_only: bool = False
+    subject_spec: str | None = None
+    isolate: bool | None = None
+    """``--isolate`` / ``--no-isolate``; ``None``: isolate non-CPU backends and user subjects."""
+    example_timeout: float = 60.0
+    child_dir: Path | None = None
+    """Set in an isolated child: where it writes its progress and result for the parent."""
     started: float = field(default_factory=time.time)
     results: list[Result] = field(default_factory=list)
     report_path: Path | None = None
     _writer: ReportWriter | None = None
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _examples: examples.ExampleLog = field(default_factory=examples.ExampleLog)
+    _child_reports: list[dict[str, Any]] = field(default_factory=list)
+    scenario_items: int = 0
+    problems: list[str] = field(default_factory=list)
+    """Why this run must not end green although pytest may think it can: one line each."""
     verdicts: list[controls.Verdict] = field(default_factory=list)
 
     @classmethod
@@ -186,6 +241,10 @@ class PtrportRun:
             selection=selection,
             backends=backends,
             subjects=_select_subjects(config.getoption("ptrport_subject"), controls_only),
+            subject_spec=config.getoption("ptrport_subject"),
+            isolate=config.getoption("ptrport_isolate"),
+            example_timeout=config.getoption("ptrport_example_timeout"),
+            child_dir=Path(child) if (child := config.getoption("ptrport_child")) else None,
             controls_only=controls_only,
             platform_id=platform_id,
             report_dir=report_dir,
@@ -253,11 +312,97 @@ class PtrportRun:
         if deselected:
             self.config.hook.pytest_deselected(items=deselected)
             items[:] = kept
+        self.scenario_items = sum(_CHECK_INFO in item.stash for item in items)
+        if self.scenario_items and self.child_dir is None:
+            reason = _unwritable(self.report_dir)
+            if reason:
+                raise pytest.UsageError(
+                    f"--report-dir: cannot write reports in {self.report_dir}: {reason}"
+                )
 
     # -- running --------------------------------------------------------------------------
 
     def pytest_runtest_logstart(self) -> None:
         self._examples = examples.ExampleLog()
+        self._child_reports = []
+        if self.child_dir is not None:
+            self._examples.on_progress = self._tell_parent
+
+    def _tell_parent(self, log: examples.ExampleLog, inputs: dict[str, Any]) -> None:
+        assert self.child_dir is not None
+        progress = {"count": log.count, "example": describe_example(inputs)}
+        isolation.write_json_atomically(self.child_dir / isolation.EXAMPLE_FILE, progress)
+
+    def _isolates(self, info: CheckInfo) -> bool:
+        if self.child_dir is not None or info.unavailable:
+            return False
+        if self.isolate is not None:
+            return self.isolate
+        return info.backend.device.type != "cpu" or isinstance(info.subject, UserSubject)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        info = item.stash.get(_CHECK_INFO, None)
+        if info is None or not self._isolates(info):
+            return None
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        with tempfile.TemporaryDirectory(prefix="ptrport-child-") as directory:
+            command = isolation.child_command(
+                item.nodeid,
+                Path(directory),
+                backend_spec=info.backend.name,
+                subject_spec=self.subject_spec,
+                run_seed=self.run_seed,
+                derandomized=self.run_seed == examples.DERANDOMIZED,
+                rootdir=self.config.rootpath,
+            )
+            ended = isolation.run_child(
+                command, Path(directory), example_timeout=self.example_timeout
+            )
+        if ended.result is not None:
+            for data in ended.result["reports"]:
+                report = self.config.hook.pytest_report_from_serializable(
+                    config=self.config, data=data
+                )
+                item.ihook.pytest_runtest_logreport(report=report)
+            self._record(Result.from_record(ended.result["result"]))
+        else:
+            assert ended.outcome is not None and ended.message is not None
+            for when, outcome in _LOST_PHASES:
+                report = pytest.TestReport(
+                    item.nodeid,
+                    item.location,
+                    {},
+                    outcome,
+                    ended.message if when == "call" else None,
+                    when,
+                    duration=ended.duration_s if when == "call" else 0.0,
+                )
+                item.ihook.pytest_runtest_logreport(report=report)
+            self._record(
+                Result(
+                    check=info.check,
+                    scenario=info.scenario,
+                    subject=info.subject.name if info.subject is not None else None,
+                    backend=info.backend.name,
+                    outcome=ended.outcome,
+                    message=ended.message,
+                    example=ended.example,
+                    examples=ended.examples,
+                    found_after=ended.examples or None,
+                    duration_s=ended.duration_s,
+                    nodeid=item.nodeid,
+                )
+            )
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.child_dir is not None:
+            data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
+            self._child_reports.append(data)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
@@ -272,13 +417,19 @@ class PtrportRun:
             )
         return (yield)
 
-    @pytest.hookimpl(wrapper=True)
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         info = item.stash.get(_CHECK_INFO, None)
         if info is not None:
+            if call.excinfo is not None and isinstance(call.excinfo.value, FailedHealthCheck):
+                # Not the bug a control must show: a check that could not generate its
+                # inputs proves nothing, so it fails even where a failure was expected.
+                if hasattr(report, "wasxfail"):
+                    del report.wasxfail
+                report.outcome = "failed"
             self._observe(item, info, call, report)
         return report
 
@@ -330,10 +481,16 @@ class PtrportRun:
             status=status,
             finished=_iso(finished) if finished is not None else None,
             duration_s=finished - self.started if finished is not None else None,
+            scenarios=scenario_speed(self.results) if finished is not None else None,
         )
 
     def _record(self, result: Result) -> None:
-        """Keep a result, starting the report file with the first one."""
+        """Keep a result, starting the report file with the first one (in an isolated child,
+        hand it to the parent instead)."""
+        if self.child_dir is not None:
+            document = {"result": result.to_record(), "reports": self._child_reports}
+            isolation.write_json_atomically(self.child_dir / isolation.RESULT_FILE, document)
+            return
         if self._writer is None:
             header = build_report(
                 platform_id=self.platform_id,
@@ -342,9 +499,19 @@ class PtrportRun:
                 run=self._run_info(RUNNING),
                 results=(),
             )
-            self._writer = ReportWriter(self.report_dir, header)
+            try:
+                self._writer = ReportWriter(self.report_dir, header)
+            except OSError as exc:
+                self._cannot_write(exc)
         self.results.append(result)
-        self._writer.add(result)
+        if self._writer is not None and not self.problems:
+            try:
+                self._writer.add(result)
+            except OSError as exc:
+                self._cannot_write(exc)
+
+    def _cannot_write(self, exc: OSError) -> None:
+        self.problems.append(f"cannot write the report in {self.report_dir}: {exc}")
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.controls_only:
@@ -352,14 +519,28 @@ class PtrportRun:
             quiet = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
             if exitstatus in quiet and any(v.missed for v in self.verdicts):
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self._writer is None:
+        if self.child_dir is not None:
             return
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        self.report_path = self._writer.finish(
-            self._run_info(INTERRUPTED if interrupted else FINISHED)
-        )
+        if self.scenario_items and not any(r.outcome.executed for r in self.results):
+            self.problems.append(
+                f"no check ran: all {len(self.results)} were skipped or unavailable"
+                if self.results
+                else "no check ran"
+            )
+        if self._writer is not None and not any("cannot write" in p for p in self.problems):
+            interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+            try:
+                self.report_path = self._writer.finish(
+                    self._run_info(INTERRUPTED if interrupted else FINISHED)
+                )
+            except OSError as exc:
+                self._cannot_write(exc)
+        if self.problems and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for problem in self.problems:
+            terminalreporter.write_line(f"ptrport: {problem}", red=True, bold=True)
         if self.controls_only:
             terminalreporter.section("ptrport controls")
             for line in controls.table(self.verdicts):
@@ -373,6 +554,12 @@ class PtrportRun:
         terminalreporter.section("ptrport")
         for line in backend_table(self.results):
             terminalreporter.write_line(line)
+        speeds = [
+            f"{name} {s['wall_s']:.1f} s"
+            + (f" ({s['examples_per_s']:.0f} examples/s)" if s["examples"] else "")
+            for name, s in scenario_speed(self.results).items()
+        ]
+        terminalreporter.write_line("scenarios, slowest first: " + ", ".join(speeds))
         terminalreporter.write_line(f"report: {self.report_path}")
 
 
@@ -382,6 +569,8 @@ def _classify(
     """The outcome one phase's report contributes, with its message."""
     excinfo = call.excinfo
     message = exception_message(excinfo.value) if excinfo is not None else None
+    if excinfo is not None and isinstance(excinfo.value, FailedHealthCheck):
+        return Outcome.ERROR, f"Hypothesis health check failed: {message}"
     if report.when != "call":
         if report.failed:
             return Outcome.ERROR, f"in {report.when}: {message}"
@@ -433,6 +622,17 @@ def _check_info(item: pytest.Item) -> CheckInfo | None:
         if reason:
             unavailable = f"{subject.name} on {backend.name}: {reason}"
     return CheckInfo(check, scenario, function, backend, subject, unavailable)
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why reports cannot be written in ``directory``, or ``None`` if they can."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".ptrport-", suffix=".probe"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def _fixtures_only(item: pytest.Item) -> set[str]:

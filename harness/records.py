@@ -29,6 +29,9 @@ class Outcome(enum.StrEnum):
     UNAVAILABLE = "unavailable"
     ERROR = "error"
     CRASHED = "crashed"
+    """The process running the check died (a signal, an abort): see ``--isolate``."""
+    TIMED_OUT = "timed out"
+    """One example ran longer than ``--example-timeout``: a hang, in an isolated run."""
 
     @property
     def executed(self) -> bool:
@@ -38,7 +41,13 @@ class Outcome(enum.StrEnum):
     @property
     def bad(self) -> bool:
         """Whether this outcome is red: a failure, or a control that went blind."""
-        return self in (Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.XPASSED)
+        return self in (
+            Outcome.FAILED,
+            Outcome.ERROR,
+            Outcome.CRASHED,
+            Outcome.TIMED_OUT,
+            Outcome.XPASSED,
+        )
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ LABELS: dict[CellState, str] = {
     CellState.SKIPPED: "skip",
     CellState.UNAVAILABLE: "n/a",
     CellState.CRASHED: "CRASH",
+    CellState.TIMED_OUT: "TIMEOUT",
     CellState.ERROR: "ERROR",
     CellState.NOT_RUN: "—",
 }
@@ -240,7 +241,7 @@ td.count { text-align: right; }
 .versions { color: #57606a; font-size: 90%; font-weight: normal; }
 .incomplete { color: #9a6700; font-weight: bold; }
 .passed { background: #dafbe1; }
-.failed, .unexpected-pass, .crashed, .error { background: #ffebe9; font-weight: bold; }
+.failed, .unexpected-pass, .crashed, .timed-out, .error { background: #ffebe9; font-weight: bold; }
 .known-failure { background: #fff8c5; }
 .expected-failure { background: #ddf4ff; }
 .skipped, .unavailable, .not-run { color: #57606a; }

@@ -13,8 +13,11 @@ Pure: records in, files out; no pytest. The layout is documented in ``reports/RE
 
 from __future__ import annotations
 
+import codecs
 import json
+import math
 import os
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
@@ -52,6 +55,9 @@ class RunInfo:
     status: str = RUNNING
     finished: str | None = None
     duration_s: float | None = None
+    scenarios: dict[str, dict[str, float]] | None = None
+    """Per scenario, once the run ends: results, wall time, Hypothesis examples and examples
+    per second (:func:`scenario_speed`)."""
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -64,6 +70,7 @@ class RunInfo:
             "backend_spec": self.backend_spec,
             "subjects": list(self.subjects),
             "argv": list(self.argv),
+            **({} if self.scenarios is None else {"scenarios": self.scenarios}),
         }
 
 
@@ -71,6 +78,22 @@ def totals(results: Iterable[Result]) -> dict[str, int]:
     """How many results of each outcome, every outcome listed."""
     counted = Counter(r.outcome for r in results)
     return {o.value: counted.get(o, 0) for o in Outcome}
+
+
+def scenario_speed(results: Iterable[Result]) -> dict[str, dict[str, float]]:
+    """How long each scenario's results took and how many Hypothesis examples a second they
+    ran, slowest first."""
+    found: dict[str, dict[str, float]] = {}
+    for r in results:
+        entry = found.setdefault(r.scenario, {"results": 0, "wall_s": 0.0, "examples": 0})
+        entry["results"] += 1
+        entry["wall_s"] += r.duration_s
+        entry["examples"] += r.examples
+    for entry in found.values():
+        wall = entry["wall_s"]
+        entry["examples_per_s"] = round(entry["examples"] / wall, 1) if wall > 0 else 0.0
+        entry["wall_s"] = round(wall, 3)
+    return dict(sorted(found.items(), key=lambda item: -item[1]["wall_s"]))
 
 
 def build_report(
@@ -163,6 +186,8 @@ class PlatformReport:
     run: dict[str, Any]
     complete: bool
     results: tuple[Result, ...]
+    benchmarks: dict[str, Any] | None = None
+    """The ``benchmarks`` section (``ptrport bench``) as written, if the report has one."""
 
     @property
     def totals(self) -> dict[str, int]:
@@ -194,17 +219,130 @@ class PlatformReport:
             "run": self.run,
             "totals": self.totals,
             "results": [r.to_record() for r in self.results],
+            **({} if self.benchmarks is None else {"benchmarks": self.benchmarks}),
         }
+
+
+MAX_DEPTH = 100
+"""How deep a report's JSON may nest, the top level counting 1 (a real report nests about 8):
+a deeper one is refused before anything walks it with recursion (``json`` itself, a
+renderer)."""
+MAX_DIGITS = 4300
+"""The most digits an integer may have (Python's own limit on converting one)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Unreadable(Exception):
+    """Why a JSON text is not one ptrport reads: ``problem`` follows the file's name in a
+    message; ``syntax`` is the parser's complaint when the text is not JSON at all (the usual
+    sign of a file cut short)."""
+
+    def __init__(self, problem: str, *, syntax: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.syntax = syntax
+
+
+def _decode(text: str) -> Any:
+    """``text`` as JSON, strictly: no ``NaN`` or ``Infinity`` (Python's extension), no number
+    too large for a float or of more than :data:`MAX_DIGITS` digits, no key twice in one
+    object, no lone surrogate in a string (it cannot be written out as UTF-8 again), no
+    nesting deeper than :data:`MAX_DEPTH`. Raises :class:`_Unreadable`."""
+    try:
+        document = json.loads(
+            text,
+            object_pairs_hook=_object,
+            parse_constant=_constant,
+            parse_float=_float,
+            parse_int=_int,
+        )
+    except json.JSONDecodeError as exc:
+        # The one BOM a file may start with is gone by now; json's advice for another is moot.
+        problem = (
+            "Unexpected byte order mark" if exc.msg.startswith("Unexpected UTF-8 BOM") else exc.msg
+        )
+        where = f"{problem}: line {exc.lineno}, column {exc.colno}"
+        raise _Unreadable(f"not valid JSON ({where})", syntax=where) from None
+    except RecursionError:
+        raise _Unreadable(f"nested more than {MAX_DEPTH} levels deep") from None
+    _check_tree(document)
+    return document
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Unreadable(f"key {schema.short(key)} appears twice in one object")
+            seen.add(key)
+    return found
+
+
+def _constant(name: str) -> Any:
+    raise _Unreadable(f"not valid JSON ({name} is not a JSON number)")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 30 else text[:27] + "..."
+        raise _Unreadable(f"number {shown} is out of range")
+    return value
+
+
+def _int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_DIGITS:
+        raise _Unreadable(f"an integer of {digits} digits; at most {MAX_DIGITS} are read")
+    return int(text)
+
+
+def _check_tree(document: Any) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` and strings (keys too) that hold a lone
+    surrogate, walking without recursion; a problem is named at its location."""
+    pending: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    while pending:
+        value, where = pending.pop()
+        if isinstance(value, str):
+            _check_text(value, where)
+            continue
+        if isinstance(value, dict):
+            children: list[tuple[str | int, Any]] = list(value.items())
+        elif isinstance(value, list):
+            children = list(enumerate(value))
+        else:
+            continue
+        if len(where) >= MAX_DEPTH:
+            raise _Unreadable(f"nested more than {MAX_DEPTH} levels deep")
+        for key, _ in children:
+            if isinstance(key, str):
+                _check_text(key, where, key=True)
+        pending.extend((item, (*where, key)) for key, item in reversed(children))
+
+
+def _check_text(text: str, where: tuple[str | int, ...], *, key: bool = False) -> None:
+    if text.isascii() or not _SURROGATE.search(text):
+        return
+    location = ""
+    for part in where:
+        location = schema.member(location, part) if isinstance(part, str) else f"{location}[{part}]"
+    what = f"key {schema.short(text)}" if key else schema.short(text)
+    raise _Unreadable(
+        f"{location or '(top level)'}: {what} is not Unicode text (it holds a lone surrogate)"
+    )
 
 
 def _parse(path: Path, text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportError(
-            f"{path}: not valid JSON ({exc.msg}: line {exc.lineno}, column {exc.colno}); "
-            "the file is truncated or corrupted"
-        ) from None
+        return _decode(text)
+    except _Unreadable as exc:
+        if exc.syntax is not None:
+            raise ReportError(
+                f"{path}: not valid JSON ({exc.syntax}); the file is truncated or corrupted"
+            ) from None
+        raise ReportError(f"{path}: {exc.problem}") from None
 
 
 def report_from_document(document: Any, path: Path) -> PlatformReport:
@@ -213,7 +351,8 @@ def report_from_document(document: Any, path: Path) -> PlatformReport:
         raise ReportError(f"{path}: not a ptrport report (no 'schema' field)")
     if document["schema"] != SCHEMA:
         raise ReportError(
-            f"{path}: schema {document['schema']!r} is not supported; this ptrport reads {SCHEMA}"
+            f"{path}: schema {schema.short(document['schema'])} is not supported; "
+            f"this ptrport reads {SCHEMA}"
         )
     problems = schema.errors(document, schema.load_schema(SCHEMA_FILE))
     if problems:
@@ -227,21 +366,38 @@ def report_from_document(document: Any, path: Path) -> PlatformReport:
         run=document["run"],
         complete=document["complete"],
         results=tuple(Result.from_record(r) for r in document["results"]),
+        benchmarks=document.get("benchmarks"),
     )
 
 
 def _journal_results(path: Path) -> list[Result]:
-    """Results from a killed run's journal; a last line cut off mid-write is left out."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    """Results from a killed run's journal, one JSON record a line, each line written whole
+    with its newline. A kill in the middle of a write leaves a last line without its newline
+    that is not (yet) JSON: that one is left out. Any other line that is not a result is
+    refused, naming its number."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read it: {exc}") from None
+    *lines, last = data.removeprefix(codecs.BOM_UTF8).split(b"\n")
+    if last:
+        lines.append(last)
     result_schema = {"$ref": "#/$defs/result", **_defs()}
     found = []
     for number, line in enumerate(lines, 1):
+        cut_off = number == len(lines) and bool(last)
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
+            record = _decode(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            if cut_off:
                 break
-            raise ReportError(f"{path}: line {number} is not valid JSON") from None
+            raise ReportError(f"{path}: line {number} is not UTF-8 text ({exc.reason})") from None
+        except _Unreadable as exc:
+            if exc.syntax is None:
+                raise ReportError(f"{path}: line {number}: {exc.problem}") from None
+            if cut_off:
+                break
+            raise ReportError(f"{path}: line {number} is not valid JSON ({exc.syntax})") from None
         problems = schema.errors(record, result_schema)
         if problems:
             raise ReportError(f"{path}: line {number}: {problems[0]}")
@@ -255,8 +411,8 @@ def _defs() -> dict[str, Any]:
 
 def _read_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ReportError(f"{path}: cannot read it: {exc}") from None
     return _parse(path, text)
 
@@ -281,6 +437,7 @@ def _with_journal(report: PlatformReport) -> PlatformReport:
         run=report.run,
         complete=False,
         results=report.results + tuple(extra),
+        benchmarks=report.benchmarks,
     )
 
 

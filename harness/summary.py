@@ -17,6 +17,7 @@ OPTIONAL: tuple[tuple[str, tuple[Outcome, ...]], ...] = (
     ("skipped", (Outcome.SKIPPED,)),
     ("errors", (Outcome.ERROR,)),
     ("crashed", (Outcome.CRASHED,)),
+    ("timed out", (Outcome.TIMED_OUT,)),
 )
 """Shown only when some result has them."""
 

@@ -25,6 +25,14 @@ def _same(value: int) -> int:
     return value
 
 
+def _same_array(values: np.ndarray) -> np.ndarray:
+    return values
+
+
+def _bitcast_array(values: np.ndarray) -> np.ndarray:
+    return values.view(np.int64)
+
+
 @dataclass(frozen=True)
 class Encoding:
     """How an address is stored in a tensor: its dtype, the Python value written through the
@@ -41,6 +49,10 @@ class Encoding:
     bug."""
     exposing: str = ""
     """For controls: what kind of address makes the bug show."""
+    store_array: Callable[[np.ndarray], np.ndarray] | None = None
+    """``store`` for a whole ``numpy.uint64`` array at once, giving an array of the column's
+    dtype, where one exists that means the same as ``store`` value by value;
+    :meth:`PointerTable.stage_arrays` uses it, else it falls back to ``store`` per value."""
 
     @property
     def control(self) -> bool:
@@ -53,6 +65,7 @@ UINT64 = Encoding(
     "addresses as torch.uint64 (the fix)",
     store=_same,
     load=_same,
+    store_array=_same_array,
 )
 INT64_BITCAST = Encoding(
     "int64-bitcast",
@@ -60,6 +73,7 @@ INT64_BITCAST = Encoding(
     "addresses reinterpreted as two's-complement int64: the same bits in a signed tensor",
     store=to_signed,
     load=to_unsigned,
+    store_array=_bitcast_array,
 )
 INT64 = Encoding(
     "int64",
@@ -144,6 +158,27 @@ class PointerTable:
         self.sizes.view[start:end] = [e.nbytes for e in entries]
         self.staged = end
 
+    def stage_arrays(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> None:
+        """:meth:`stage` for entries given as three numpy arrays of one length (addresses as
+        ``numpy.uint64``), the way engines fill a table from their own arrays: each column is
+        written with one ``numpy.copyto`` through its view where the encoding has an array form
+        for the input's dtype, else value by value through ``store`` exactly as :meth:`stage`
+        writes Python ints (so a control's overflow or lost bits show the same way)."""
+        count = len(src)
+        if not len(dst) == len(nbytes) == count:
+            raise ValueError(
+                f"src, dst and nbytes have {len(src)}, {len(dst)} and {len(nbytes)} entries"
+            )
+        start, end = self.staged, self.staged + count
+        if end > self.capacity:
+            raise CapacityExceeded(
+                f"cannot stage {count} entries at offset {start}: capacity is {self.capacity}"
+            )
+        for column, values in ((self.src, src), (self.dst, dst)):
+            _write(column.view[start:end], values, self.encoding)
+        _write(self.sizes.view[start:end], nbytes, None)
+        self.staged = end
+
     def reset(self) -> None:
         """Start the next step: staging writes from offset 0 again."""
         self.staged = 0
@@ -174,3 +209,17 @@ class PointerTable:
             self.src.device_bits(n), self.dst.device_bits(n), self.sizes.device_bits(n), strict=True
         )
         return list(rows)
+
+
+def _write(view: np.ndarray, values: np.ndarray, encoding: Encoding | None) -> None:
+    """Write ``values`` into ``view``: one copy where the stored form is an array of the
+    view's own dtype, else value by value through the encoding's ``store`` (sizes, with no
+    encoding, as the ints they are), which raises where a Python int does not fit."""
+    stored = values
+    if encoding is not None and encoding.store_array is not None and values.dtype == np.uint64:
+        stored = encoding.store_array(values)
+    if stored.dtype == view.dtype and (encoding is None or encoding.store_array is not None):
+        np.copyto(view, stored, casting="no")
+        return
+    store = _same if encoding is None else encoding.store
+    view[:] = [store(int(v)) for v in values.tolist()]

@@ -130,11 +130,11 @@ class TestMatching:
         assert entry.matches(platform_id, failed) is matched
 
     @pytest.mark.parametrize("outcome", list(Outcome))
-    def test_only_failures_errors_and_crashes_can_be_known(
+    def test_only_failures_errors_crashes_and_timeouts_can_be_known(
         self, tmp_path: Path, outcome: Outcome
     ) -> None:
         (entry,) = expectations_file(tmp_path, ENTRY).entries
-        known = outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED)
+        known = outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.TIMED_OUT)
         assert entry.matches("lab-1", result(CHECK, outcome, on="xpu")) is known
 
     def test_find_gives_the_first_entry_that_matches(self, tmp_path: Path) -> None:

@@ -299,3 +299,81 @@ def test_staging_offsets_accumulate_over_steps_in_the_lower_half(
     assert table.staged == capacity
     table.transfer(capacity)
     assert table.read_back(capacity) == [(e.src, e.dst, e.nbytes) for e in everything]
+
+
+def _arrays(rows: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    src, dst, nbytes = zip(*rows, strict=True) if rows else ((), (), ())
+    return (
+        np.array(src, dtype=np.uint64),
+        np.array(dst, dtype=np.uint64),
+        np.array(nbytes, dtype=np.int64),
+    )
+
+
+@ALL_ENCODINGS
+@settings(max_examples=50, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(0, INT64_MAX), st.integers(0, INT64_MAX), st.integers(0, INT64_MAX)),
+        max_size=6,
+    ),
+    offset=st.integers(0, 3),
+)
+def test_staging_arrays_writes_the_bits_stage_writes_at_the_offset(
+    encoding: Encoding, rows: list[tuple[int, int, int]], offset: int
+) -> None:
+    entries = [Entry(*row) for row in rows]
+    by_entries = PointerTable(offset + len(rows), encoding, CPU)
+    by_arrays = PointerTable(offset + len(rows), encoding, CPU)
+    for table in (by_entries, by_arrays):
+        table.stage(_low(offset))
+    by_entries.stage(entries)
+    by_arrays.stage_arrays(*_arrays(rows))
+    assert by_arrays.staged == by_entries.staged == offset + len(rows)
+    assert _host_rows(by_arrays) == _host_rows(by_entries)
+
+
+@FIX_ENCODINGS
+@pytest.mark.parametrize("address", BOUNDARY_ADDRESSES, ids=hex)
+def test_fix_encodings_stage_arrays_of_any_address_bit_exact(
+    encoding: Encoding, address: int
+) -> None:
+    table = PointerTable(2, encoding, CPU)
+    table.stage_arrays(*_arrays([(address, MAX_ADDRESS - address, 8), (0, address, 0)]))
+    table.transfer(2)
+    assert table.read_back(2) == [(address, MAX_ADDRESS - address, 8), (0, address, 0)]
+
+
+def test_the_int64_control_overflows_when_staging_an_array_holding_2_63() -> None:
+    table = PointerTable(2, INT64, CPU)
+    with pytest.raises(OverflowError):
+        table.stage_arrays(*_arrays([(0x1000, 0x2000, 8), (HIGH_HALF, 0x1000, 0)]))
+    assert table.staged == 0
+
+
+@ALL_ENCODINGS
+def test_staging_arrays_past_capacity_raises_and_leaves_the_table_unchanged(
+    encoding: Encoding,
+) -> None:
+    table = PointerTable(3, encoding, CPU)
+    table.stage(_low(2))
+    before = _host_rows(table)
+    rows = [(0x8000, 0x9000, 1), (0x8010, 0x9010, 2)]
+    with pytest.raises(CapacityExceeded, match="capacity is 3"):
+        table.stage_arrays(*_arrays(rows))
+    assert table.staged == 2
+    assert _host_rows(table) == before
+
+
+def test_staging_arrays_of_different_lengths_raises_value_error() -> None:
+    table = PointerTable(3, UINT64, CPU)
+    src, dst, nbytes = _arrays([(1, 2, 3), (4, 5, 6)])
+    with pytest.raises(ValueError, match="2, 1 and 2 entries"):
+        table.stage_arrays(src, dst[:1], nbytes)
+    assert table.staged == 0
+
+
+def test_a_signed_address_array_is_refused_by_the_uint64_table_as_a_negative_int_is() -> None:
+    table = PointerTable(1, UINT64, CPU)
+    with pytest.raises(OverflowError):
+        table.stage_arrays(np.array([-1]), np.array([0], np.uint64), np.array([0]))

@@ -1,0 +1,148 @@
+"""No silent green: each way a run could end green without having checked anything ends it
+non-zero with a one-line reason, and an interrupted run keeps what it has."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.report import load_report
+
+PROFILE = """
+from hypothesis import settings
+settings.register_profile("green", max_examples=10, deadline=None, derandomize=True, database=None)
+settings.load_profile("green")
+"""
+
+ANY_CHECK = """
+def test_any(backend, subject):
+    assert backend.is_available()
+"""
+
+
+def _setup(pytester: pytest.Pytester, **files: str) -> None:
+    pytester.makeconftest(PROFILE)
+    pytester.makepyfile(**files)
+
+
+def test_a_run_in_which_no_check_ran_fails_with_the_reason(pytester: pytest.Pytester) -> None:
+    _setup(
+        pytester,
+        test_scenario=ANY_CHECK,
+        elsewhere="""
+        class Away:
+            name = "away"
+            def unavailable_reason(self, backend):
+                return "its device is in another lab"
+            def create(self, capacity, backend): ...
+            def stage(self, batch): ...
+            def transfer(self, n): ...
+            def read_back(self, n):
+                return []
+
+        def make():
+            return Away()
+        """,
+    )
+    result = pytester.runpytest("--backend=cpu", "--subject=elsewhere:make", "--platform-name=g")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["ptrport: no check ran: all 1 were skipped or unavailable"])
+
+
+def test_a_requested_backend_that_is_missing_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    _setup(pytester, test_scenario=ANY_CHECK)
+    result = pytester.runpytest("--backend=xpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: backend xpu is not available: *"])
+
+
+def test_a_report_directory_that_cannot_be_written_is_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(pytester, test_scenario=ANY_CHECK)
+    blocker = pytester.path / "not-a-directory"
+    blocker.write_text("a file where the report directory should be")
+    result = pytester.runpytest(
+        "--backend=cpu", "--subject=uint64/torch", f"--report-dir={blocker / 'reports'}"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"ERROR: --report-dir: cannot write reports in {blocker}")
+
+
+def test_a_health_check_failure_is_an_error_and_never_catches_a_control(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(
+        pytester,
+        test_table_round_trip="""
+        from hypothesis import given, strategies as st
+
+        @given(x=st.integers().filter(lambda x: False))
+        def test_nothing_can_be_generated(backend, subject, x):
+            raise AssertionError("never reached")
+        """,
+    )
+    result = pytester.runpytest(
+        "--backend=cpu", "--subject=uint64/torch,int64/torch", "--platform-name=g"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(failed=2)
+    report = json.loads((pytester.path / "reports" / "g.json").read_text())
+    outcomes = {r["subject"]: (r["outcome"], r["message"]) for r in report["results"]}
+    for subject in ("uint64/torch", "int64/torch"):
+        outcome, message = outcomes[subject]
+        assert outcome == "error"
+        assert message.startswith("Hypothesis health check failed: FailedHealthCheck")
+        assert "\n" not in message
+
+
+def test_ctrl_c_keeps_every_finished_result_and_marks_the_report_interrupted(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(
+        pytester,
+        test_scenario="""
+        import pathlib
+        import time
+
+        def test_first(backend):
+            assert True
+
+        def test_waits(backend):
+            pathlib.Path("waiting").touch()
+            time.sleep(300)
+        """,
+    )
+    log = pytester.path / "pytest.log"
+    process = pytester.popen(
+        [sys.executable, "-m", "pytest", "--backend=cpu", "--platform-name=ctrl-c"],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (pytester.path / "waiting").exists():
+            assert process.poll() is None, "pytest ended before the waiting test"
+            assert time.monotonic() < deadline, "the waiting test never started"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == pytest.ExitCode.INTERRUPTED
+    assert "KeyboardInterrupt" in log.read_text()
+    report = load_report(Path(pytester.path) / "reports" / "ctrl-c.json")
+    assert report.complete is False
+    assert report.run["status"] == "interrupted"
+    assert [(r.check, r.outcome.value) for r in report.results] == [
+        ("scenario::test_first", "passed")
+    ]
