@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from harness.errors import UnknownName, exception_message
+from harness.errors import HarnessError, UnknownName, exception_message
 
 ENTRY_POINT_GROUP = "ptrport.backends"
 
@@ -294,6 +294,21 @@ class BackendSelection:
         if self.spec == SELECT_ALL:
             return list(known.values())
         return [known[name] for name in self.names]
+
+    def resolve_present(self, known: dict[str, Backend]) -> list[Backend]:
+        """:meth:`resolve`, refusing a backend named explicitly that is not available here:
+        a run asked for it, and must not pass without it."""
+        backends = self.resolve(known)
+        for backend in backends if self.explicit else ():
+            if not backend.is_available():
+                raise BackendUnavailable(
+                    f"backend {backend.name} is not available: {backend.unavailable_reason}"
+                )
+        return backends
+
+
+class BackendUnavailable(HarnessError):
+    """A backend named explicitly that this machine does not have."""
 
 
 def parse_backend_spec(spec: str, known: Iterable[str]) -> BackendSelection:

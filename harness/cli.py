@@ -46,10 +46,9 @@ from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
 from harness.fingerprint import (
     check_platform_id,
-    default_platform_id,
     execution_target,
     platform_fingerprint,
-    platform_id_from_env,
+    resolve_platform_id,
 )
 from harness.matrix import build_matrix
 from harness.op_support import SCENARIO, Verdict, check_id
@@ -132,26 +131,15 @@ def _controls(args: argparse.Namespace) -> int:
     return int(pytest.main(["--controls", f"--backend={args.backend}", *quiet, *args.pytest_args]))
 
 
-def _probe_backends(spec: str) -> list[Backend]:
+def _report_target(args: argparse.Namespace) -> tuple[list[Backend], str]:
+    """The backends ``--backend`` names (present where named explicitly) and the platform id
+    their results are filed under, as a pytest run would choose them."""
     known = load_backends()
-    selection = parse_backend_spec(spec, known)
-    backends = selection.resolve(known)
-    for backend in backends if selection.explicit else ():
-        if not backend.is_available():
-            raise HarnessError(
-                f"backend {backend.name} is not available: {backend.unavailable_reason}"
-            )
-    return backends
-
-
-def _probe_platform(args: argparse.Namespace, backends: list[Backend]) -> str:
-    if args.platform_name is not None:
-        return str(args.platform_name)
+    backends = parse_backend_spec(args.backend, known).resolve_present(known)
     try:
-        from_env = platform_id_from_env()
+        return backends, resolve_platform_id(args.platform_name, backends)
     except ValueError as exc:
-        raise HarnessError(f"PTRPORT_PLATFORM: {exc}") from None
-    return from_env or default_platform_id(backends)
+        raise HarnessError(str(exc)) from None
 
 
 def _findings_table(findings: Sequence[probe.Finding]) -> list[str]:
@@ -230,13 +218,12 @@ def _new_report(
 
 def _probe(args: argparse.Namespace) -> int:
     args.started = time.time()
-    backends = _probe_backends(args.backend)
+    backends, platform_id = _report_target(args)
     operations = (
         probe.catalogue(compiled=args.compile)
         if args.operations is None
         else probe.load_operations(args.operations)
     )
-    platform_id = _probe_platform(args, backends)
     _check_existing_report(report_path(args.report_dir, platform_id))
     results: list[Result] = []
     wrong = 0
@@ -262,8 +249,7 @@ def _probe(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     args.started = time.time()
-    backends = _probe_backends(args.backend)
-    platform_id = _probe_platform(args, backends)
+    backends, platform_id = _report_target(args)
     path = report_path(args.report_dir, platform_id)
     _check_existing_report(path)
     sizes = bench.QUICK if args.quick else bench.FULL
@@ -440,15 +426,35 @@ def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     repro_.set_defaults(run=_repro)
 
 
-def _probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    probe_ = commands.add_parser(
-        "probe", help="which torch operations work on uint64 on a backend; exit 1 if one is wrong"
-    )
-    probe_.add_argument(
+def _backend_option(parser: argparse.ArgumentParser, verb: str) -> None:
+    parser.add_argument(
         "--backend",
         default="available",
         metavar="NAME[,NAME]|all|available",
-        help="backends to probe (default: available)",
+        help=f"backends to {verb} (default: available)",
+    )
+
+
+def _report_options(parser: argparse.ArgumentParser) -> None:
+    """Where a command that records results puts them: the platform report, as pytest names it."""
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="where the platform report is (default: reports)",
+    )
+    parser.add_argument(
+        "--platform-name",
+        type=_platform_name,
+        metavar="ID",
+        help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
+    )
+
+
+def _probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    probe_ = commands.add_parser(
+        "probe", help="which torch operations work on uint64 on a backend; exit 1 if one is wrong"
     )
     probe_.add_argument(
         "--compile", action="store_true", help="also probe under torch.compile (slow to compile)"
@@ -458,19 +464,8 @@ def _probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="MODULE:ATTR",
         help="probe this catalogue of harness.probe.Operation instead of the built-in one",
     )
-    probe_.add_argument(
-        "--report-dir",
-        type=Path,
-        default=Path("reports"),
-        metavar="DIR",
-        help="where the platform report is (default: reports)",
-    )
-    probe_.add_argument(
-        "--platform-name",
-        type=_platform_name,
-        metavar="ID",
-        help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
-    )
+    _backend_option(probe_, "probe")
+    _report_options(probe_)
     probe_.set_defaults(run=_probe)
 
 
@@ -491,12 +486,6 @@ def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         "in the platform report's benchmarks section",
     )
     bench_.add_argument(
-        "--backend",
-        default="available",
-        metavar="NAME[,NAME]|all|available",
-        help="backends to measure (default: available)",
-    )
-    bench_.add_argument(
         "--repeat",
         type=_repeat,
         default=bench.DEFAULT_REPEAT,
@@ -507,19 +496,8 @@ def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     bench_.add_argument(
         "--quick", action="store_true", help="smaller tables and batches (a tenth or so)"
     )
-    bench_.add_argument(
-        "--report-dir",
-        type=Path,
-        default=Path("reports"),
-        metavar="DIR",
-        help="where the platform report is (default: reports)",
-    )
-    bench_.add_argument(
-        "--platform-name",
-        type=_platform_name,
-        metavar="ID",
-        help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
-    )
+    _backend_option(bench_, "measure")
+    _report_options(bench_)
     bench_.set_defaults(run=_bench)
 
 
@@ -547,12 +525,7 @@ def _parser() -> argparse.ArgumentParser:
         "each control was caught; exit non-zero if one was missed",
         description="Any other arguments go to pytest: -k, --subject, -x, ...",
     )
-    controls_.add_argument(
-        "--backend",
-        default="available",
-        metavar="NAME[,NAME]|all|available",
-        help="backends to run on (default: available)",
-    )
+    _backend_option(controls_, "run on")
     controls_.set_defaults(run=_controls, passes_through=True)
     matrix_ = commands.add_parser(
         "matrix",

@@ -23,7 +23,7 @@ from harness.engines import AdmittedCopy, TorchEngine, admit
 from harness.errors import CapacityExceeded
 from harness.records import Outcome, Result
 from harness.subjects import Subject, TableSubject, builtin_subjects
-from harness.tables import INT64_BITCAST, UINT64, Encoding, PointerTable
+from harness.tables import INT64_BITCAST, UINT64, Encoding
 
 ROUND_TRIP = "table_round_trip"
 MIXED = "mixed_batches"
@@ -81,15 +81,8 @@ class ControlSubject(TableSubject):
         self.description = description
         self.exposing = exposing
         self.exposed_by = frozenset(exposed_by)
-        self._sizes_dtype = sizes_dtype
-
-    def create(self, capacity: int, backend: Backend) -> PointerTable:
-        table = super().create(capacity, backend)
-        if self._sizes_dtype is not None:
-            self._table = table = PointerTable(
-                capacity, self.encoding, backend, sizes_dtype=self._sizes_dtype
-            )
-        return table
+        if sizes_dtype is not None:
+            self.sizes_dtype = sizes_dtype
 
 
 class SignedOrder(ControlSubject):

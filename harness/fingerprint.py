@@ -137,3 +137,16 @@ def check_platform_id(value: str) -> str:
 def platform_id_from_env() -> str | None:
     value = os.environ.get(PLATFORM_ENV)
     return check_platform_id(value) if value else None
+
+
+def resolve_platform_id(given: str | None, backends: Sequence[Backend]) -> str:
+    """The platform id a run files its report under: ``given`` (``--platform-name``), else
+    ``$PTRPORT_PLATFORM``, else :func:`default_platform_id`. A bad ``$PTRPORT_PLATFORM`` is a
+    ``ValueError`` naming it."""
+    if given:
+        return given
+    try:
+        from_env = platform_id_from_env()
+    except ValueError as exc:
+        raise ValueError(f"{PLATFORM_ENV}: {exc}") from None
+    return from_env or default_platform_id(backends)

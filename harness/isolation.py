@@ -22,7 +22,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,14 +37,6 @@ OUTPUT_FILE = "output.txt"
 STARTUP_S = 120.0
 """How long a child may take to import and collect before its first example."""
 POLL_S = 0.05
-
-
-def write_json_atomically(path: Path, document: object) -> None:
-    """Write ``document`` so that a reader sees the old file or the new one, never half."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(document, handle)
-    os.replace(temporary, path)
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,9 @@ from harness.backends import (
 from harness.errors import HarnessError, UnknownName, exception_message
 from harness.fingerprint import (
     check_platform_id,
-    default_platform_id,
     execution_target,
     platform_fingerprint,
-    platform_id_from_env,
+    resolve_platform_id,
 )
 from harness.records import Outcome, Result, describe_example
 from harness.report import (
@@ -46,6 +45,7 @@ from harness.report import (
     RunInfo,
     build_report,
     scenario_speed,
+    write_json_atomically,
 )
 from harness.subjects import Subject, builtin_subjects
 from harness.summary import backend_table
@@ -164,6 +164,17 @@ class CheckInfo:
     subject: Subject | None
     unavailable: str | None
 
+    def result(self, outcome: Outcome, **fields: Any) -> Result:
+        """This check's result for its subject on its backend."""
+        return Result(
+            check=self.check,
+            scenario=self.scenario,
+            subject=self.subject.name if self.subject is not None else None,
+            backend=self.backend.name,
+            outcome=outcome,
+            **fields,
+        )
+
 
 _CHECK_INFO = pytest.StashKey[CheckInfo]()
 
@@ -217,21 +228,13 @@ class PtrportRun:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> PtrportRun:
-        known = load_backends()
         selection: BackendSelection = config.getoption("ptrport_backend")
-        backends = selection.resolve(known)
-        if selection.explicit:
-            for backend in backends:
-                if not backend.is_available():
-                    raise pytest.UsageError(
-                        f"backend {backend.name} is not available: {backend.unavailable_reason}"
-                    )
+        try:
+            backends = selection.resolve_present(load_backends())
+            platform_id = resolve_platform_id(config.getoption("ptrport_platform"), backends)
+        except (HarnessError, ValueError) as exc:
+            raise pytest.UsageError(str(exc)) from None
         controls_only = bool(config.getoption("ptrport_controls"))
-        platform_id = (
-            config.getoption("ptrport_platform")
-            or _platform_from_env()
-            or default_platform_id(backends)
-        )
         report_dir = config.invocation_params.dir / (
             config.getoption("ptrport_report_dir")
             or (CONTROLS_REPORT_DIR if controls_only else REPORT_DIR)
@@ -331,7 +334,7 @@ class PtrportRun:
     def _tell_parent(self, log: examples.ExampleLog, inputs: dict[str, Any]) -> None:
         assert self.child_dir is not None
         progress = {"count": log.count, "example": describe_example(inputs)}
-        isolation.write_json_atomically(self.child_dir / isolation.EXAMPLE_FILE, progress)
+        write_json_atomically(self.child_dir / isolation.EXAMPLE_FILE, progress)
 
     def _isolates(self, info: CheckInfo) -> bool:
         if self.child_dir is not None or info.unavailable:
@@ -382,12 +385,8 @@ class PtrportRun:
                 )
                 item.ihook.pytest_runtest_logreport(report=report)
             self._record(
-                Result(
-                    check=info.check,
-                    scenario=info.scenario,
-                    subject=info.subject.name if info.subject is not None else None,
-                    backend=info.backend.name,
-                    outcome=ended.outcome,
+                info.result(
+                    ended.outcome,
                     message=ended.message,
                     example=ended.example,
                     examples=ended.examples,
@@ -451,12 +450,8 @@ class PtrportRun:
         if report.when == "teardown":
             del self._pending[item.nodeid]
             self._record(
-                Result(
-                    check=info.check,
-                    scenario=info.scenario,
-                    subject=info.subject.name if info.subject is not None else None,
-                    backend=info.backend.name,
-                    outcome=pending.outcome or Outcome.PASSED,
+                info.result(
+                    pending.outcome or Outcome.PASSED,
                     message=pending.message,
                     example=pending.example,
                     examples=self._examples.count,
@@ -489,7 +484,7 @@ class PtrportRun:
         hand it to the parent instead)."""
         if self.child_dir is not None:
             document = {"result": result.to_record(), "reports": self._child_reports}
-            isolation.write_json_atomically(self.child_dir / isolation.RESULT_FILE, document)
+            write_json_atomically(self.child_dir / isolation.RESULT_FILE, document)
             return
         if self._writer is None:
             header = build_report(
@@ -675,13 +670,6 @@ def _profile_name() -> str:
         hypothesis_settings, "get_current_profile_name", None
     )
     return get_name() if get_name is not None else "unknown"
-
-
-def _platform_from_env() -> str | None:
-    try:
-        return platform_id_from_env()
-    except ValueError as exc:
-        raise pytest.UsageError(f"PTRPORT_PLATFORM: {exc}") from None
 
 
 def _iso(timestamp: float) -> str:

@@ -13,11 +13,8 @@ any sequence of :class:`Operation`.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import io
-import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ from typing import TypeAlias
 
 import torch
 
+from harness import named
 from harness.addresses import (
     HIGH_HALF,
     INT64_MAX,
@@ -571,14 +569,12 @@ def load_operations(spec: str) -> tuple[Operation, ...]:
     """The catalogue that ``spec`` (``package.module:attribute``) names: a sequence of
     :class:`Operation` with distinct ids. The current directory is importable, as it is for
     ``python -m``."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
+    parts = named.split(spec)
+    if parts is None:
         raise CatalogueError(f"operations {spec!r}: name them as package.module:attribute")
-    here = os.getcwd()
-    if here not in sys.path:
-        sys.path.insert(0, here)
+    module_name, attribute = parts
     try:
-        found: object = getattr(importlib.import_module(module_name), attribute)
+        found: object = getattr(named.import_here(module_name), attribute)
     except Exception as exc:
         raise CatalogueError(f"operations {spec!r}: {exception_message(exc)}") from None
     if isinstance(found, str | bytes) or not isinstance(found, Sequence):

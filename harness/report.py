@@ -123,7 +123,8 @@ def journal_path(report: Path) -> Path:
     return report.with_name(report.name.removesuffix(".json") + JOURNAL_SUFFIX)
 
 
-def _write_atomically(path: Path, document: dict[str, Any]) -> None:
+def write_json_atomically(path: Path, document: dict[str, Any]) -> None:
+    """Write ``document`` so that a reader sees the old file or the new one, never half."""
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -139,7 +140,7 @@ def write_report(report: dict[str, Any], directory: Path) -> Path:
     """Write a whole report to ``directory/<platform id>.json`` atomically; return the path."""
     directory.mkdir(parents=True, exist_ok=True)
     path = report_path(directory, report["platform"]["id"])
-    _write_atomically(path, report)
+    write_json_atomically(path, report)
     return path
 
 
@@ -167,7 +168,7 @@ class ReportWriter:
         report["run"] = run.to_record()
         report["totals"] = totals(self._results)
         report["results"] = [r.to_record() for r in self._results]
-        _write_atomically(self.path, report)
+        write_json_atomically(self.path, report)
         if self._journal is not None:
             self._journal.close()
             self._journal = None
@@ -462,7 +463,7 @@ def replace_scenario_results(
     new = replace(old, results=(*kept, *results))
     document = new.to_record()
     report_from_document(document, path)
-    _write_atomically(path, document)
+    write_json_atomically(path, document)
     journal_path(path).unlink(missing_ok=True)
     return new
 

@@ -19,7 +19,7 @@ from harness.backends import Backend
 from harness.batches import Batch
 from harness.engines import ENGINES, AdmittedCopy, Engine
 from harness.errors import HarnessError, UnknownName
-from harness.tables import ENCODINGS, Encoding, PointerTable
+from harness.tables import ENCODINGS, SIZES_DTYPE, Encoding, PointerTable
 
 
 class Subject(Protocol):
@@ -82,6 +82,7 @@ class TableSubject:
         self.exposed_by = encoding.exposed_by
         self.exposing = encoding.exposing
         self.executes = True
+        self.sizes_dtype = SIZES_DTYPE
         self._table: PointerTable | None = None
         self._registry = AllocationRegistry()
 
@@ -95,7 +96,7 @@ class TableSubject:
         return self.engine.unavailable_reason(backend)
 
     def create(self, capacity: int, backend: Backend) -> PointerTable:
-        self._table = PointerTable(capacity, self.encoding, backend)
+        self._table = PointerTable(capacity, self.encoding, backend, sizes_dtype=self.sizes_dtype)
         self._registry = AllocationRegistry()
         return self._table
 

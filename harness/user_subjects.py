@@ -47,11 +47,10 @@ import functools
 import importlib
 import importlib.metadata
 import operator
-import os
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, SupportsIndex
 
+from harness import named
 from harness.addresses import ADDRESS_LIMIT
 from harness.allocations import AllocationRegistry
 from harness.backends import Backend
@@ -172,14 +171,12 @@ def select_subjects(spec: str | None, builtin: Mapping[str, Subject]) -> dict[st
 
 def load_factory(spec: str) -> Callable[[], object]:
     """The callable ``module:attr`` names; the directory pytest runs in is importable."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
+    parts = named.split(spec)
+    if parts is None:
         raise SubjectError(f"subject factory {spec!r} must be given as module:factory")
-    here = os.getcwd()
-    if here not in sys.path:
-        sys.path.insert(0, here)
+    module_name, attribute = parts
     try:
-        module = importlib.import_module(module_name)
+        module = named.import_here(module_name)
     except Exception as exc:
         raise SubjectError(
             f"cannot import subject factory {spec!r}: {exception_message(exc)}"

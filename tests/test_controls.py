@@ -20,9 +20,9 @@ from harness.backends import CpuBackend, CudaBackend
 from harness.batches import Batch, Entry
 from harness.records import Outcome, Result
 from harness.subjects import AddressQueries, builtin_subjects
+from tests.scenario_runs import SCENARIOS, copy_scenarios, use_profile
 
 CPU = CpuBackend()
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 
 def _control(name: str) -> Any:
@@ -253,17 +253,8 @@ def test_a_long_counterexample_is_cut_to_one_line() -> None:
 
 
 def _setup(pytester: pytest.Pytester, *scenarios: str) -> None:
-    pytester.makeconftest(
-        "from hypothesis import settings\n"
-        "_previous = settings.get_current_profile_name()\n"
-        "settings.register_profile('pytester', max_examples=100, deadline=None,"
-        " derandomize=True, database=None)\n"
-        "settings.load_profile('pytester')\n"
-        "def pytest_unconfigure(config):\n"
-        "    settings.load_profile(_previous)\n"
-    )
-    for name in scenarios:
-        pytester.makepyfile(**{name: (SCENARIOS / f"{name}.py").read_text()})
+    use_profile(pytester, max_examples=100)
+    copy_scenarios(pytester, *scenarios)
 
 
 def _controls_report(pytester: pytest.Pytester) -> dict[str, Any]:

@@ -12,22 +12,15 @@ import pytest
 
 from harness import isolation
 from harness.records import Outcome
+from tests.scenario_runs import copy_scenarios, use_profile
 
 HERE = Path(__file__).resolve().parent
-SCENARIOS = HERE.parent / "scenarios"
-
-PROFILE = """
-from hypothesis import settings
-settings.register_profile("iso", max_examples=10, deadline=None, derandomize=True, database=None)
-settings.load_profile("iso")
-"""
 
 
 def _setup(pytester: pytest.Pytester, *scenarios: str) -> None:
-    pytester.makeconftest(PROFILE)
+    use_profile(pytester, max_examples=10)
     pytester.makepyfile(crashing_subjects=(HERE / "crashing_subjects.py").read_text())
-    for name in scenarios:
-        pytester.makepyfile(**{name: (SCENARIOS / f"{name}.py").read_text()})
+    copy_scenarios(pytester, *scenarios)
 
 
 def _results(pytester: pytest.Pytester) -> dict[tuple[str, str], dict[str, Any]]:

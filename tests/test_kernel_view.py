@@ -3,8 +3,6 @@ and the scenario through pytester with the int64 control failing where it must."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -12,12 +10,12 @@ from harness.addresses import HIGH_HALF, INT64_MAX, MAX_ADDRESS
 from harness.backends import CpuBackend
 from harness.batches import Entry
 from harness.tables import INT64_BITCAST, UINT64, Encoding, PointerTable
+from tests.scenario_runs import copy_scenarios, use_profile
 
 pytest.importorskip("triton")
 from harness import kernel_view
 
 CPU = CpuBackend()
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 BOUNDARY = [INT64_MAX, HIGH_HALF, MAX_ADDRESS, 0xFFFF85ABD4E00000]
 
 
@@ -47,16 +45,7 @@ def test_a_uint32_offset_is_added_unsigned() -> None:
 def test_the_scenario_passes_the_fixes_and_fails_the_int64_control(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeconftest(
-        "from hypothesis import settings\n"
-        "_previous = settings.get_current_profile_name()\n"
-        "settings.register_profile('pytester', max_examples=20, deadline=None,"
-        " derandomize=True, database=None)\n"
-        "settings.load_profile('pytester')\n"
-        "def pytest_unconfigure(config):\n"
-        "    settings.load_profile(_previous)\n"
-    )
-    name = "test_triton_kernel"
-    pytester.makepyfile(**{name: (SCENARIOS / f"{name}.py").read_text()})
+    use_profile(pytester)
+    copy_scenarios(pytester, "test_triton_kernel")
     result = pytester.runpytest("--backend=cpu", "--platform-name=test-platform")
     result.assert_outcomes(passed=4, xfailed=2)

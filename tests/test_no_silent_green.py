@@ -13,12 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import load_report
-
-PROFILE = """
-from hypothesis import settings
-settings.register_profile("green", max_examples=10, deadline=None, derandomize=True, database=None)
-settings.load_profile("green")
-"""
+from tests.scenario_runs import use_profile
 
 ANY_CHECK = """
 def test_any(backend, subject):
@@ -27,7 +22,7 @@ def test_any(backend, subject):
 
 
 def _setup(pytester: pytest.Pytester, **files: str) -> None:
-    pytester.makeconftest(PROFILE)
+    use_profile(pytester, max_examples=10)
     pytester.makepyfile(**files)
 
 

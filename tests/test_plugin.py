@@ -8,30 +8,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.report import load_report
-
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-
-# Inner runs happen in this process, so the profile they load is put back when they end.
-PROFILE_CONFTEST = """
-from hypothesis import settings
-
-_previous = settings.get_current_profile_name()
-settings.register_profile(
-    "pytester", max_examples={max_examples}, deadline=None, derandomize={derandomize},
-    database=None,
-)
-settings.load_profile("pytester")
-
-
-def pytest_unconfigure(config):
-    settings.load_profile(_previous)
-"""
+from tests.scenario_runs import copy_scenarios, use_profile
 
 TWIN_BACKEND = """
 from harness.backends import CpuBackend
@@ -43,18 +25,6 @@ class CpuTwin(CpuBackend):
     def platform_slug(self):
         return "cpu-twin"
 """
-
-
-def _use_profile(
-    pytester: pytest.Pytester, *, max_examples: int = 20, derandomize: bool = True
-) -> None:
-    pytester.makeconftest(
-        PROFILE_CONFTEST.format(max_examples=max_examples, derandomize=derandomize)
-    )
-
-
-def _copy_scenario(pytester: pytest.Pytester, name: str) -> None:
-    pytester.makepyfile(**{name: (SCENARIOS / f"{name}.py").read_text()})
 
 
 def _report(pytester: pytest.Pytester, platform: str = "test-platform") -> dict[str, Any]:
@@ -115,7 +85,7 @@ class TestBackendOption:
     def test_a_requested_backend_that_is_not_here_fails_the_run_with_one_line_saying_why(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         pytester.makepyfile(test_scenario=ADDRESS_CHECK)
         result = pytester.runpytest("--backend=xpu")
         assert result.ret != 0
@@ -129,7 +99,7 @@ class TestBackendOption:
     def test_all_runs_what_is_here_and_records_the_rest_as_unavailable(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         pytester.makepyfile(
             test_scenario="""
             from hypothesis import given
@@ -154,7 +124,7 @@ class TestBackendOption:
     def test_a_plugin_backend_from_an_entry_point_runs_like_a_built_in_one(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         _install_plugin_distribution(
             pytester,
             "twin_backend",
@@ -170,7 +140,7 @@ class TestBackendOption:
     def test_a_plugin_backend_that_fails_to_load_is_unavailable_with_the_reason(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         _install_plugin_distribution(
             pytester, "broken_backend", "", "[ptrport.backends]\nbroken = no_such_module:Thing\n"
         )
@@ -186,9 +156,8 @@ class TestControls:
     def test_int64_controls_are_expected_failures_with_a_minimal_counterexample(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester, max_examples=30)
-        _copy_scenario(pytester, "test_table_round_trip")
-        _copy_scenario(pytester, "test_mixed_batches")
+        use_profile(pytester, max_examples=30)
+        copy_scenarios(pytester, "test_table_round_trip", "test_mixed_batches")
         result = pytester.runpytest(
             "--backend=cpu", "--subject=uint64/torch,int64/torch", "--platform-name=test-platform"
         )
@@ -203,7 +172,7 @@ class TestControls:
     def test_a_control_that_passes_where_its_bug_must_show_fails_the_run(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         pytester.makepyfile(
             test_table_round_trip="""
             from harness.batches import Batch, Entry
@@ -224,8 +193,8 @@ class TestControls:
     def test_a_control_runs_like_any_subject_in_other_scenarios(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
-        _copy_scenario(pytester, "test_buffer_creation")
+        use_profile(pytester)
+        copy_scenarios(pytester, "test_buffer_creation")
         result = pytester.runpytest(
             "--backend=cpu", "--subject=int64/ctypes", "--platform-name=test-platform"
         )
@@ -237,7 +206,7 @@ class TestReport:
     def test_a_failure_is_reported_with_its_minimal_example_in_hex(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         pytester.makepyfile(test_scenario=ADDRESS_CHECK)
         pytester.runpytest("--backend=cpu", "--platform-name=test-platform")
         report = _report(pytester)
@@ -253,7 +222,7 @@ class TestReport:
     def test_every_check_subject_and_backend_has_one_result_whose_id_omits_the_backend(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         pytester.makepyfile(
             test_scenario="""
             import pytest
@@ -278,7 +247,7 @@ class TestReport:
     def test_the_report_goes_where_the_options_or_the_environment_say(
         self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         pytester.makepyfile(test_scenario=ADDRESS_CHECK)
         pytester.runpytest("--backend=cpu", "--report-dir=out", "--platform-name=lab-1")
         assert (
@@ -300,7 +269,7 @@ class TestReport:
     def test_a_run_killed_midway_leaves_an_incomplete_report_with_every_finished_result(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         pytester.makepyfile(
             test_scenario="""
             import pathlib
@@ -356,7 +325,7 @@ class TestReport:
     def test_the_header_shows_backends_subjects_and_the_hypothesis_profile(
         self, pytester: pytest.Pytester
     ) -> None:
-        _use_profile(pytester)
+        use_profile(pytester)
         result = pytester.runpytest("--backend=cpu", "--subject=uint64/torch,int64/torch", "--co")
         result.stdout.fnmatch_lines(
             [
@@ -399,7 +368,7 @@ class TestSeeds:
     def test_the_same_seed_gives_the_same_inputs_on_every_backend(
         self, pytester: pytest.Pytester, derandomize: bool, options: tuple[str, ...]
     ) -> None:
-        _use_profile(pytester, max_examples=15, derandomize=derandomize)
+        use_profile(pytester, max_examples=15, derandomize=derandomize)
         _install_plugin_distribution(
             pytester,
             "twin_backend",

@@ -11,6 +11,7 @@ import pytest
 from harness.records import Outcome
 from harness.report import scenario_speed
 from tests.sample_reports import result
+from tests.scenario_runs import use_profile
 
 
 def test_speed_adds_up_each_scenarios_results_slowest_first() -> None:
@@ -32,12 +33,7 @@ def test_speed_adds_up_each_scenarios_results_slowest_first() -> None:
 def test_a_run_records_the_speed_of_each_scenario_and_prints_it(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeconftest(
-        "from hypothesis import settings\n"
-        "settings.register_profile('s', max_examples=30, deadline=None, derandomize=True,"
-        " database=None)\n"
-        "settings.load_profile('s')\n"
-    )
+    use_profile(pytester, max_examples=30)
     pytester.makepyfile(
         test_counting="""
         from hypothesis import given, strategies as st

@@ -28,9 +28,9 @@ from harness.user_subjects import (
     load_factory,
     select_subjects,
 )
+from tests.scenario_runs import copy_scenarios, use_profile
 
 REPO = Path(__file__).resolve().parent.parent
-SCENARIOS = REPO / "scenarios"
 EXAMPLE = REPO / "examples" / "batched_copy_buffers.py"
 EXAMPLE_SPEC = "examples.batched_copy_buffers"
 CPU = CpuBackend()
@@ -530,25 +530,10 @@ class TestWorkedExample:
 
 
 # Inner runs happen in this process, so the profile they load is put back when they end.
-PROFILE_CONFTEST = """
-from hypothesis import settings
-
-_previous = settings.get_current_profile_name()
-settings.register_profile(
-    "pytester", max_examples=20, deadline=None, derandomize=True, database=None
-)
-settings.load_profile("pytester")
-
-
-def pytest_unconfigure(config):
-    settings.load_profile(_previous)
-"""
-
-
 @pytest.fixture
 def user_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A project directory laid out like a fresh clone: the example package and scenarios."""
-    pytester.makeconftest(PROFILE_CONFTEST)
+    use_profile(pytester)
     package = pytester.mkpydir("examples")
     (package / EXAMPLE.name).write_text(EXAMPLE.read_text())
     for name in [m for m in sys.modules if m == "examples" or m.startswith("examples.")]:
@@ -556,16 +541,11 @@ def user_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     return pytester
 
 
-def _copy_scenarios(pytester: pytest.Pytester, *names: str) -> None:
-    for name in names:
-        pytester.makepyfile(**{name: (SCENARIOS / f"{name}.py").read_text()})
-
-
 class TestThroughThePlugin:
     def test_the_example_fix_passes_round_trip_batch_copy_and_mixed_batches(
         self, user_run: pytest.Pytester
     ) -> None:
-        _copy_scenarios(user_run, "test_table_round_trip", "test_batch_copy", "test_mixed_batches")
+        copy_scenarios(user_run, "test_table_round_trip", "test_batch_copy", "test_mixed_batches")
         result = user_run.runpytest(
             "--backend=cpu",
             f"--subject={EXAMPLE_SPEC}:make_subject",
@@ -582,7 +562,7 @@ class TestThroughThePlugin:
     def test_the_example_bug_fails_with_the_counterexample_0x8000000000000000(
         self, user_run: pytest.Pytester
     ) -> None:
-        _copy_scenarios(user_run, "test_table_round_trip", "test_mixed_batches")
+        copy_scenarios(user_run, "test_table_round_trip", "test_mixed_batches")
         result = user_run.runpytest(
             "--backend=cpu", f"--subject={EXAMPLE_SPEC}:broken", "--platform-name=test-platform"
         )
@@ -613,7 +593,7 @@ class TestThroughThePlugin:
     def test_a_bad_spec_is_a_one_line_usage_error(
         self, user_run: pytest.Pytester, spec: str, line: str
     ) -> None:
-        _copy_scenarios(user_run, "test_table_round_trip")
+        copy_scenarios(user_run, "test_table_round_trip")
         result = user_run.runpytest("--backend=cpu", f"--subject={spec}")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         lines = [text for text in result.stderr.lines if text.strip()]

@@ -1,0 +1,42 @@
+"""Inner pytest runs of the plugin (``pytester``): a Hypothesis profile for them, and the
+scenarios copied in, as the tests of the plugin, controls, isolation and users' subjects set
+them up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+# Inner runs may happen in this process, so the profile they load is put back when they end.
+PROFILE_CONFTEST = """
+from hypothesis import settings
+
+_previous = settings.get_current_profile_name()
+settings.register_profile(
+    "pytester", max_examples={max_examples}, deadline=None, derandomize={derandomize},
+    database=None,
+)
+settings.load_profile("pytester")
+
+
+def pytest_unconfigure(config):
+    settings.load_profile(_previous)
+"""
+
+
+def use_profile(
+    pytester: pytest.Pytester, *, max_examples: int = 20, derandomize: bool = True
+) -> None:
+    """A ``conftest.py`` loading a profile of ``max_examples``, no deadline, no database."""
+    pytester.makeconftest(
+        PROFILE_CONFTEST.format(max_examples=max_examples, derandomize=derandomize)
+    )
+
+
+def copy_scenarios(pytester: pytest.Pytester, *names: str) -> None:
+    """The scenario modules ``names`` (``test_batch_copy``...) as they are in ``scenarios/``."""
+    for name in names:
+        pytester.makepyfile(**{name: (SCENARIOS / f"{name}.py").read_text()})
