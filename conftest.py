@@ -20,12 +20,23 @@ pytest_plugins = ["pytester"]
 PROFILE_ENV = "HYPOTHESIS_PROFILE"
 EXAMPLE_DATABASE = Path(__file__).parent / "reports" / ".hypothesis"
 
-settings.register_profile("dev", max_examples=20, deadline=None)
+# Hypothesis loads its own "ci" profile at import when a CI environment variable is set (as
+# GitHub Actions sets CI=true), and a profile registered without a parent inherits whatever is
+# loaded; so each profile here starts from Hypothesis's defaults, the same on every machine.
+_DEFAULTS = settings.get_profile("default")
+settings.register_profile("dev", _DEFAULTS, max_examples=20, deadline=None)
 settings.register_profile(
-    "ci", max_examples=100, deadline=None, derandomize=True, database=None, print_blob=True
+    "ci",
+    _DEFAULTS,
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
 )
 settings.register_profile(
     "nightly",
+    _DEFAULTS,
     max_examples=2000,
     deadline=None,
     database=DirectoryBasedExampleDatabase(EXAMPLE_DATABASE),

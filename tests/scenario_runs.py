@@ -16,8 +16,8 @@ from hypothesis import settings
 
 _previous = settings.get_current_profile_name()
 settings.register_profile(
-    "pytester", max_examples={max_examples}, deadline=None, derandomize={derandomize},
-    database=None,
+    "pytester", settings.get_profile("default"), max_examples={max_examples}, deadline=None,
+    derandomize={derandomize}, database=None,
 )
 settings.load_profile("pytester")
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from hypothesis import settings
@@ -30,3 +34,25 @@ def test_dev_is_quick() -> None:
     dev = settings.get_profile("dev")
     assert dev.max_examples <= 50
     assert dev.deadline is None
+
+
+def test_profiles_are_the_same_where_a_ci_environment_variable_is_set() -> None:
+    # Hypothesis loads its own "ci" profile at import under CI=true (GitHub Actions sets it);
+    # ours must not inherit from it, or the nightly would run derandomized.
+    read_back = (
+        "import json, conftest; from hypothesis import settings; "
+        "print(json.dumps({name: [settings.get_profile(name).derandomize, "
+        "list(map(str, settings.get_profile(name).suppress_health_check))] "
+        "for name in conftest.PROFILES}))"
+    )
+    env = {**os.environ, "CI": "true", "HYPOTHESIS_PROFILE": "dev"}
+    out = subprocess.run(
+        [sys.executable, "-c", read_back],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    profiles = json.loads(out.stdout)
+    assert profiles == {"dev": [False, []], "ci": [True, []], "nightly": [False, []]}
