@@ -402,15 +402,44 @@ def engines_for(backend: Backend) -> list[Engine]:
     return [e for e in ENGINES.values() if e.unavailable_reason(backend) is None]
 
 
-def plans(backend: Backend, sizes: Sizes) -> Iterable[Callable[[], _Plan]]:
-    """Each benchmark for ``backend``, made only when it is about to run (so that only one
-    benchmark's buffers are alive at a time)."""
-    yield lambda: staging_from_numpy(backend, sizes.table_entries)
-    yield lambda: staging_from_ints(backend, sizes.int_entries)
-    yield lambda: transfer(backend, sizes.table_entries)
+def plans(backend: Backend, sizes: Sizes) -> Iterable[tuple[str, str, Callable[[], _Plan]]]:
+    """Each benchmark for ``backend`` as ``(name, size, make)``, made only when it is about
+    to run (so that only one benchmark's buffers are alive at a time)."""
+    yield (
+        "staging.numpy",
+        _entries(sizes.table_entries),
+        lambda: staging_from_numpy(backend, sizes.table_entries),
+    )
+    yield (
+        "staging.python_ints",
+        _entries(sizes.int_entries),
+        lambda: staging_from_ints(backend, sizes.int_entries),
+    )
+    yield "transfer", _entries(sizes.table_entries), lambda: transfer(backend, sizes.table_entries)
     for engine in engines_for(backend):
         for count, nbytes in sizes.batches:
-            yield functools.partial(execute, backend, engine, count, nbytes)
+            make = functools.partial(execute, backend, engine, count, nbytes)
+            yield f"execute.{engine.name}", _batch_size(count, nbytes), make
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A benchmark that could not be measured: making it, running it or checking its work
+    raised."""
+
+    name: str
+    backend: str
+    size: str
+    error: str
+    """The exception's type and the first line of its message."""
+
+    def describe(self) -> str:
+        return f"{self.name} {self.size} on {self.backend}: not measured: {self.error}"
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return type(exc).__name__ + (f": {lines[0]}" if lines else "")
 
 
 def measure(
@@ -419,14 +448,23 @@ def measure(
     sizes: Sizes = FULL,
     repeat: int = DEFAULT_REPEAT,
     progress: Callable[[Measurement], None] | None = None,
+    failed: Callable[[Failure], None] | None = None,
 ) -> list[Measurement]:
     """Every benchmark on ``backend`` (available), each run ``repeat`` times after warm-up;
-    ``progress`` is called with each measurement as it is made."""
+    ``progress`` is called with each measurement as it is made. A benchmark that raises
+    (an engine broken on this platform, say) is handed to ``failed`` and the others still
+    run; without ``failed`` the exception propagates."""
     if repeat < 1:
         raise ValueError(f"repeat={repeat} must be >= 1")
     found = []
-    for make in plans(backend, sizes):
-        measurement = _run(make(), backend, repeat)
+    for name, size, make in plans(backend, sizes):
+        try:
+            measurement = _run(make(), backend, repeat)
+        except Exception as exc:
+            if failed is None:
+                raise
+            failed(Failure(name, backend.name, size, _first_line(exc)))
+            continue
         found.append(measurement)
         if progress is not None:
             progress(measurement)

@@ -11,7 +11,8 @@
   operation gives a silently wrong result.
 - ``ptrport bench --backend=NAME [--repeat N] [--quick]``: how fast staging, transfer and each
   engine are against the plainest copy of the same bytes, as a table, recorded as the
-  ``benchmarks`` section of the platform report; exit status 0 (timings never fail it).
+  ``benchmarks`` section of the platform report; exit status 0 (timings never fail it), 1
+  when a benchmark could not be measured (the others are recorded).
 - ``ptrport matrix [KIND...] [--no-run] [--promote]``: the nightly matrix on this machine: tox
   runs each platform kind, then the reports are merged and diffed against the baseline; exit 1
   on a regression or an environment without a report.
@@ -254,6 +255,15 @@ def _bench(args: argparse.Namespace) -> int:
     _check_existing_report(path)
     sizes = bench.QUICK if args.quick else bench.FULL
     measured: list[bench.Measurement] = []
+    failures: list[bench.Failure] = []
+
+    def failed(failure: bench.Failure) -> None:
+        print(
+            bench.table_row([failure.name, failure.size, f"not measured: {failure.error}"]),
+            flush=True,
+        )
+        failures.append(failure)
+
     benched: list[str] = []
     for backend in backends:
         if not backend.is_available():
@@ -270,6 +280,7 @@ def _bench(args: argparse.Namespace) -> int:
             sizes=sizes,
             repeat=args.repeat,
             progress=lambda m: print(bench.format_measurement(m), flush=True),
+            failed=failed,
         )
         print("\n".join(f"  {note}" for note in bench.notes(backend, args.repeat)) + "\n")
         benched.append(backend.name)
@@ -281,7 +292,9 @@ def _bench(args: argparse.Namespace) -> int:
     found = bench.section(measured, started=_iso(args.started), argv=args.argv, quick=args.quick)
     bench.record(path, found, benched)
     print(f"ptrport: recorded {len(measured)} benchmarks in {path}")
-    return 0
+    for failure in failures:
+        print(f"ptrport: {failure.describe()}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def _iso(timestamp: float) -> str:

@@ -10,7 +10,9 @@ operation probe (the ``uint64_operations`` scenario) regresses when its verdict 
 A **performance regression** is a benchmark (``ptrport bench``, the reports' ``benchmarks``
 section) whose ratio to its baseline copy fell by more than ``perf_drop`` (default 20%) from the
 baseline report's, for the same measurement, backend and size. Ratios, not absolute speeds, are
-compared, so a busier or faster machine moves both sides alike. Performance regressions are
+compared, so a busier or faster machine moves both sides alike; but not across device models
+(ratios from other hardware are no baseline: Triton's interpreter against a memory-bound copy
+moves with the CPU), where the diff says they were not compared. Performance regressions are
 listed in a section of their own, apart from the correctness ones, and count as regressions:
 ``ptrport report diff`` exits 1 for them too.
 
@@ -32,9 +34,11 @@ from harness.report import PlatformReport, by_platform
 GOOD = frozenset({Outcome.PASSED, Outcome.XFAILED})
 """Outcomes a later bad result is a regression from."""
 LIST_LIMIT = 20
+"""Appeared and disappeared results are listed one by one only up to this many."""
 PERF_DROP = 0.2
 """A benchmark ratio may fall by this fraction before that counts as a regression."""
-"""Appeared and disappeared results are listed one by one only up to this many."""
+DEVICE = "device"
+"""The name of the device model among a report's versions (:meth:`PlatformReport.versions`)."""
 
 Key = tuple[str, str | None, str]
 
@@ -85,6 +89,8 @@ class PlatformDiff:
     """Benchmarks whose ratio fell by more than the diff's ``perf_drop``."""
     benchmarks_compared: int = 0
     """Benchmarks measured in both reports (same name, backend and size)."""
+    benchmarks_not_compared: str | None = None
+    """Why benchmarks that both reports measured were not compared, if they were not."""
 
     @property
     def regressions(self) -> int:
@@ -168,10 +174,18 @@ def _platform_diff(
     excused = [(c, expectations.find(current.platform_id, c.now)) for c in worse]
     before = sum(_ran(r) for r in baseline.results)
     after = sum(_ran(r) for r in current.results)
+    versions_changed = _versions_changed(baseline.versions(), current.versions())
     benchmarks = _benchmarks(baseline, current)
+    not_compared = None
+    if benchmarks and DEVICE in versions_changed:
+        # A ratio measured on other hardware is no baseline: the Triton interpreter's against
+        # a memory-bound copy, say, moves with the CPU's speed. A torch upgrade on the same
+        # device is compared: that is a regression users want to see.
+        not_compared = f"{len(benchmarks)} measured on another device, not compared"
+        benchmarks = []
     return PlatformDiff(
         platform_id=current.platform_id,
-        versions_changed=_versions_changed(baseline.versions(), current.versions()),
+        versions_changed=versions_changed,
         new_failures=tuple(c for c, e in excused if e is None),
         known=tuple((c, e) for c, e in excused if e is not None),
         fixed=tuple(c for c in changes if _better(c)),
@@ -187,6 +201,7 @@ def _platform_diff(
             if was.ratio > 0 and now.ratio < was.ratio * (1 - perf_drop)
         ),
         benchmarks_compared=len(benchmarks),
+        benchmarks_not_compared=not_compared,
     )
 
 
@@ -315,6 +330,8 @@ def _platform_section(platform: PlatformDiff, coverage_drop: float) -> list[str]
     lines += _listed("Disappeared", "in the baseline, not now", platform.disappeared)
     lines += _listed("Appeared", "not in the baseline", platform.appeared)
     lines += [_coverage(platform, coverage_drop), ""]
+    if platform.benchmarks_not_compared:
+        lines += [f"Benchmarks: {platform.benchmarks_not_compared}.", ""]
     if platform.benchmarks_compared:
         slower = len(platform.perf_regressions)
         lines += [

@@ -8,7 +8,8 @@ fails in a second with the reason instead of downloading gigabytes first::
 
     python -m harness.platforms require xpu     # exit 1 with the reason if no Intel GPU
     python -m harness.platforms install xpu     # pip install the torch build, then the project
-    python -m harness.platforms run xpu         # pytest --backend=xpu --platform-name=xpu
+    python -m harness.platforms run xpu         # pytest --backend=xpu --platform-name=xpu,
+                                                # then ptrport bench --backend=xpu (same report)
 
 Standard library only: it runs before torch is installed.
 """
@@ -28,6 +29,9 @@ PYTORCH_INDEX = "https://download.pytorch.org/whl"
 TORCH_ENV = "PTRPORT_TORCH"
 """Overrides the torch requirement a kind installs itself (the GPU kinds), e.g.
 ``PTRPORT_TORCH=torch==2.4.1`` for an older XPU build with intel-extension-for-pytorch."""
+BENCH_ENV = "PTRPORT_BENCH"
+"""How ``run`` benchmarks after the scenarios: ``full`` (the default), ``quick`` or ``off``."""
+BENCH_MODES = ("full", "quick", "off")
 
 
 def _no_nvidia() -> str | None:
@@ -179,24 +183,81 @@ KINDS: dict[str, PlatformKind] = {
 USAGE = "usage: python -m harness.platforms require|install|run KIND [PYTEST_ARG...]"
 
 
+def _platform_id(kind: PlatformKind) -> str:
+    return os.environ.get("PTRPORT_PLATFORM", "").strip() or kind.name
+
+
 def run_command(kind: PlatformKind, more: Sequence[str] = ()) -> list[str]:
     """The pytest command that runs the scenarios for ``kind``: its backend, and its name as
     the platform id unless ``$PTRPORT_PLATFORM`` names another."""
-    platform_id = os.environ.get("PTRPORT_PLATFORM", "").strip() or kind.name
     return [
         sys.executable,
         "-m",
         "pytest",
         f"--backend={kind.backend}",
-        f"--platform-name={platform_id}",
+        f"--platform-name={_platform_id(kind)}",
         *more,
     ]
+
+
+def bench_command(kind: PlatformKind, more: Sequence[str] = ()) -> list[str] | None:
+    """The ``ptrport bench`` command that adds the benchmarks section to the report the
+    scenarios wrote (in the ``--report-dir`` that the pytest arguments ``more`` name, if
+    any), so that the nightly diff sees performance regressions too; none when
+    ``$PTRPORT_BENCH`` is ``off``. Raises :class:`ValueError` for a mode not in
+    :data:`BENCH_MODES`."""
+    mode = os.environ.get(BENCH_ENV, "").strip() or "full"
+    if mode not in BENCH_MODES:
+        raise ValueError(f"{BENCH_ENV}={mode!r} is not one of {', '.join(BENCH_MODES)}")
+    if mode == "off":
+        return None
+    return [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "bench",
+        f"--backend={kind.backend}",
+        f"--platform-name={_platform_id(kind)}",
+        *_report_dir(more),
+        *(["--quick"] if mode == "quick" else []),
+    ]
+
+
+def _report_dir(pytest_args: Sequence[str]) -> list[str]:
+    """``--report-dir=DIR`` as the last one in ``pytest_args`` gives it, else nothing."""
+    found: list[str] = []
+    for i, arg in enumerate(pytest_args):
+        if arg.startswith("--report-dir="):
+            found = [arg]
+        elif arg == "--report-dir" and i + 1 < len(pytest_args):
+            found = [f"--report-dir={pytest_args[i + 1]}"]
+    return found
+
+
+def _run(kind: PlatformKind, more: Sequence[str]) -> int:
+    """The scenarios, then (when they ran: pytest's exit status 0 or 1) the benchmarks; the
+    first non-zero exit status, else 0."""
+    try:
+        bench = bench_command(kind, more)
+    except ValueError as exc:
+        print(f"ptrport: {exc}", file=sys.stderr)
+        return 2
+    code = _call(run_command(kind, more))
+    if bench is None or code not in (0, 1):
+        return code
+    benched = _call(bench)
+    return code or benched
+
+
+def _call(command: Sequence[str]) -> int:
+    print("+ " + " ".join(command), flush=True)
+    return subprocess.run(command, check=False).returncode
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``require KIND``: exit 1 with the reason if this machine lacks the device. ``install
     KIND``: that check, then pip installs the kind's torch build and the project. ``run KIND``:
-    the scenarios for the kind, further arguments going to pytest."""
+    the scenarios for the kind, further arguments going to pytest, then its benchmarks."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 2 or args[0] not in ("require", "install", "run"):
         print(USAGE, file=sys.stderr)
@@ -212,10 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reason:
         print(f"ptrport: {reason}", file=sys.stderr)
         return 1
-    commands = {"require": [], "install": kind.install_commands(), "run": [run_command(kind, more)]}
-    for command in commands[action]:
-        print("+ " + " ".join(command), flush=True)
-        code = subprocess.run(command, check=False).returncode
+    if action == "run":
+        return _run(kind, more)
+    for command in kind.install_commands() if action == "install" else []:
+        code = _call(command)
         if code != 0:
             return code
     return 0

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
-from sample_reports import document, result
+from sample_reports import CPU_TARGET, document, result
 
 from harness import bench, schema
 from harness.backends import CpuBackend
@@ -22,6 +22,7 @@ from harness.diff import diff_reports, to_markdown
 from harness.engines import ENGINES
 from harness.errors import HarnessError
 from harness.expectations import Expectations
+from harness.matrix import build_matrix
 from harness.records import Outcome
 from harness.report import load_report, load_reports, write_report
 
@@ -137,6 +138,24 @@ def tiny_quick(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("tiny_quick")
+class TestFailures:
+    def test_a_benchmark_that_raises_is_handed_over_and_the_others_still_run(self) -> None:
+        failures: list[bench.Failure] = []
+        sizes = replace(TINY, table_entries=-1)
+        found = bench.measure(CPU, sizes=sizes, repeat=1, failed=failures.append)
+        assert [(f.name, f.backend, f.size) for f in failures] == [
+            ("staging.numpy", "cpu", "-1 entries"),
+            ("transfer", "cpu", "-1 entries"),
+        ]
+        assert {f.error for f in failures} == {"ValueError: capacity=-1 must be >= 0"}
+        assert [m.name for m in found][:1] == ["staging.python_ints"]
+        assert len(found) == 1 + len(CPU_ENGINES) * len(TINY.batches)
+
+    def test_without_a_handler_the_exception_propagates(self) -> None:
+        with pytest.raises(ValueError, match="capacity=-1"):
+            bench.measure(CPU, sizes=replace(TINY, table_entries=-1), repeat=1)
+
+
 class TestBenchCommand:
     def test_it_prints_the_table_and_makes_a_report_with_no_results(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -182,6 +201,28 @@ class TestBenchCommand:
         assert len(keys) == len(set(keys)), "the second run replaced the first one's"
         assert sum(m.backend == "cpu" for m in found) == 3 + 2 * len(CPU_ENGINES)
         assert bench.measurements_of(load_report(path)) == found
+
+    def test_a_benchmark_that_raises_is_listed_the_others_recorded_and_the_exit_is_1(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        # A table of -1 entries cannot be made: staging.numpy and transfer fail for real.
+        monkeypatch.setattr(bench, "QUICK", replace(bench.QUICK, table_entries=-1))
+        assert _bench(tmp_path) == 1
+        out, err = capsys.readouterr()
+        problem = "not measured: ValueError: capacity=-1 must be >= 0"
+        rows = [line.split(maxsplit=3) for line in out.splitlines()]
+        assert ["staging.numpy", "-1", "entries", problem] in rows
+        assert ["transfer", "-1", "entries", problem] in rows
+        assert err.splitlines() == [
+            f"ptrport: staging.numpy -1 entries on cpu: {problem}",
+            f"ptrport: transfer -1 entries on cpu: {problem}",
+        ]
+        written = load_report(tmp_path / "lab-1.json")
+        names = {m.name for m in bench.measurements_of(written)}
+        assert names == {"staging.python_ints", *(f"execute.{e}" for e in CPU_ENGINES)}
 
     def test_a_probe_afterwards_keeps_the_benchmarks(self, tmp_path: Path) -> None:
         assert _bench(tmp_path) == 0
@@ -284,6 +325,49 @@ class TestPerformanceRegressions:
                 load_reports([baseline]), load_reports([current]), expectations=Expectations.none()
             )
             assert not found.regressed and found.platforms[0].benchmarks_compared == 0
+
+    def test_a_merged_matrix_as_the_baseline_carries_its_reports_benchmarks(
+        self, tmp_path: Path
+    ) -> None:
+        # The nightly diffs against the previous night's matrix.json, not against reports.
+        baseline = load_reports([_benched(tmp_path / "baseline", _measurement(1.0))])
+        matrix = tmp_path / "matrix.json"
+        matrix.write_text(json.dumps(build_matrix(baseline).to_record()))
+        current = _benched(tmp_path / "current", _measurement(0.7))
+        found = diff_reports(
+            load_reports([matrix]), load_reports([current]), expectations=Expectations.none()
+        )
+        assert found.platforms[0].benchmarks_compared == 1
+        assert len(found.perf_regressions) == 1
+
+    def test_benchmarks_from_another_device_are_not_compared_and_the_diff_says_so(
+        self, tmp_path: Path
+    ) -> None:
+        def benched(directory: str, model: str, ratio: float) -> Path:
+            found = document("lab-1", [result(CHECK)], target={**CPU_TARGET, "device_model": model})
+            found["benchmarks"] = bench.section(
+                [_measurement(ratio)], started="now", argv=[], quick=False
+            )
+            return write_report(found, tmp_path / directory)
+
+        baseline = benched("baseline", "Intel(R) Xeon(R)", 1.0)
+        for model, regressions in (("AMD EPYC", 0), ("Intel(R) Xeon(R)", 1)):
+            current = benched(f"current-{regressions}", model, 0.5)
+            found = diff_reports(
+                load_reports([baseline]), load_reports([current]), expectations=Expectations.none()
+            )
+            (platform,) = found.platforms
+            assert len(platform.perf_regressions) == found.regressions == regressions
+            assert platform.benchmarks_compared == regressions
+            text = to_markdown(found)
+            if regressions:
+                assert platform.benchmarks_not_compared is None
+                assert "Benchmarks: 1 compared, **1 slower**" in text
+            else:
+                assert platform.benchmarks_not_compared == (
+                    "1 measured on another device, not compared"
+                )
+                assert "Benchmarks: 1 measured on another device, not compared." in text
 
     def test_the_markdown_lists_it_apart_from_correctness_and_the_command_exits_1(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -4,6 +4,7 @@ with the reason before installing anything."""
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from harness import platforms
 from harness.platforms import KINDS
+from tests.scenario_runs import copy_scenarios, use_profile
 
 REPO = Path(__file__).resolve().parent.parent
 GPU_KINDS = ["cuda", "rocm", "xpu", "mps"]
@@ -83,6 +85,58 @@ def test_the_run_command_names_the_backend_and_the_kind_as_platform(
     ]
     monkeypatch.setenv("PTRPORT_PLATFORM", "lab-7")
     assert "--platform-name=lab-7" in platforms.run_command(KINDS["cpu"])
+
+
+def test_the_bench_command_adds_to_the_same_report_unless_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PTRPORT_PLATFORM", "lab-7")
+    monkeypatch.delenv(platforms.BENCH_ENV, raising=False)
+    command = platforms.bench_command(KINDS["ipex"])
+    assert command is not None
+    assert command[1:] == ["-m", "harness.cli", "bench", "--backend=cpu", "--platform-name=lab-7"]
+    # The report the scenarios write, where pytest's --report-dir puts it.
+    for more in (["-x", "--report-dir", "out"], ["--report-dir=elsewhere", "--report-dir=out"]):
+        assert platforms.bench_command(KINDS["cpu"], more) == [*command, "--report-dir=out"]
+    monkeypatch.setenv(platforms.BENCH_ENV, "quick")
+    assert platforms.bench_command(KINDS["cpu"]) == [*command, "--quick"]
+    monkeypatch.setenv(platforms.BENCH_ENV, "off")
+    assert platforms.bench_command(KINDS["cpu"]) is None
+    monkeypatch.setenv(platforms.BENCH_ENV, "fast")
+    with pytest.raises(ValueError, match="PTRPORT_BENCH='fast' is not one of full, quick, off"):
+        platforms.bench_command(KINDS["cpu"])
+
+
+def test_run_writes_the_scenarios_and_then_the_benchmarks_into_one_report_even_after_a_failure(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_profile(pytester)
+    copy_scenarios(pytester, "test_uint64_operations")
+    # A failing test: the benchmarks are measured all the same, and the run still fails.
+    pytester.makepyfile(test_failing="def test_fails():\n    assert 1 == 2\n")
+    monkeypatch.setenv("PTRPORT_PLATFORM", "lab-7")
+    monkeypatch.setenv(platforms.BENCH_ENV, "quick")
+    run = pytester.run(sys.executable, "-m", "harness.platforms", "run", "cpu", timeout=300)
+    assert run.ret == 1, run.stdout.str() + run.stderr.str()
+    run.stdout.fnmatch_lines(["*1 failed*", "ptrport: recorded * benchmarks in *lab-7.json"])
+    report = json.loads((pytester.path / "reports" / "lab-7.json").read_text())
+    scenarios = {r["scenario"] for r in report["results"]}
+    assert scenarios == {"uint64_operations"}
+    assert report["complete"] is True
+    benched = report["benchmarks"]["measurements"]
+    assert {m["backend"] for m in benched} == {"cpu"}
+    assert {"staging.numpy", "transfer", "execute.torch"} <= {m["name"] for m in benched}
+    assert report["benchmarks"]["quick"] is True
+
+
+def test_run_with_a_bad_bench_mode_is_one_line_and_exit_2_before_the_scenarios(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(platforms.BENCH_ENV, "fast")
+    run = pytester.run(sys.executable, "-m", "harness.platforms", "run", "cpu", timeout=60)
+    assert run.ret == 2
+    assert run.stderr.lines == ["ptrport: PTRPORT_BENCH='fast' is not one of full, quick, off"]
+    assert not (pytester.path / "reports").exists()
 
 
 def _module(*args: str) -> subprocess.CompletedProcess[str]:
