@@ -107,6 +107,8 @@ class Diff:
     """Current reports of platforms the baseline does not have; not a regression."""
     stale: tuple[tuple[Expectation, str], ...]
     """Expectations to remove, with why (see :meth:`Expectations.stale`)."""
+    unchecked: tuple[Expectation, ...] = ()
+    """Expectations only for platforms with no current report (:meth:`Expectations.unchecked`)."""
     coverage_drop: float
     perf_drop: float = PERF_DROP
 
@@ -155,6 +157,7 @@ def diff_reports(
         missing=tuple(r for p, r in before.items() if p not in after),
         new=tuple(r for p, r in after.items() if p not in before),
         stale=tuple(expectations.stale(current)),
+        unchecked=tuple(expectations.unchecked(current)),
         coverage_drop=coverage_drop,
         perf_drop=perf_drop,
     )
@@ -247,8 +250,8 @@ def _versions_changed(
 
 def to_markdown(diff: Diff) -> str:
     """The diff as a GitHub job summary: the verdict first, then each platform's changes,
-    then missing and new platforms and stale expectations. Text from reports and from the
-    expectations file is escaped."""
+    then missing and new platforms, stale expectations and those not checked. Text from
+    reports and from the expectations file is escaped."""
     lines = [f"## ptrport diff: {_verdict(diff.regressions)}", "", _summary(diff), ""]
     for platform in diff.platforms:
         lines += _platform_section(platform, diff.coverage_drop)
@@ -275,6 +278,25 @@ def to_markdown(diff: Diff) -> str:
                 for e, why in diff.stale
             ],
         )
+    if diff.unchecked:
+        lines += [
+            "### Expectations not checked",
+            "",
+            "Only for platforms with no report here (a platform that did not run, or a typo in "
+            "`platforms`):",
+            "",
+        ]
+        lines += _table(
+            ["entry", "check", "platforms"],
+            [
+                [
+                    f"known\\[{e.index}\\]",
+                    markdown_text(e.check),
+                    ", ".join(markdown_text(p) for p in e.platforms),
+                ]
+                for e in diff.unchecked
+            ],
+        )
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -294,6 +316,7 @@ def _summary(diff: Diff) -> str:
         "missing platforms": len(diff.missing),
         "new platforms": len(diff.new),
         "stale expectations": len(diff.stale),
+        "expectations not checked": len(diff.unchecked),
     }
     shown = [f"{what}: {n}" for what, n in counts.items() if n]
     return "; ".join([f"platforms compared: {len(diff.platforms)}", *shown]) + "."

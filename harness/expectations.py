@@ -105,15 +105,26 @@ class Expectations:
     def stale(self, reports: Sequence[PlatformReport]) -> list[tuple[Expectation, str]]:
         """Entries to remove, each with why: it names no result at all, or every result it
         names ran and none is bad. Results that did not run (skipped, unavailable) prove
-        nothing, so an entry naming one of them is kept."""
+        nothing, so an entry naming one of them is kept, and so is an entry :meth:`unchecked`
+        by these reports."""
+        unchecked = self.unchecked(reports)
         found = []
         for entry in self.entries:
+            if entry in unchecked:
+                continue
             named = [r for report in reports for r in _named(entry, report)]
             if not named:
                 found.append((entry, MATCHES_NO_RESULT))
             elif all(r.outcome.executed and not r.outcome.bad for r in named):
                 found.append((entry, NOW_PASSES))
         return found
+
+    def unchecked(self, reports: Sequence[PlatformReport]) -> list[Expectation]:
+        """Entries limited to platforms none of ``reports`` is from: a local matrix of some
+        kinds, or a night a machine was away, cannot tell whether they still hold (or a
+        platform id in them is a typo)."""
+        present = {report.platform_id for report in reports}
+        return [e for e in self.entries if e.platforms and not present & set(e.platforms)]
 
 
 def _named(entry: Expectation, report: PlatformReport) -> Iterator[Result]:

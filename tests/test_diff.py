@@ -293,7 +293,9 @@ class TestMarkdown:
         self, tmp_path: Path
     ) -> None:
         expectations = expectations_file(
-            tmp_path, '[[known]]\ncheck = "gone::test_x"\nreason = "removed | <i>"\n'
+            tmp_path,
+            '[[known]]\ncheck = "gone::test_x"\nreason = "removed | <i>"\n'
+            f'[[known]]\ncheck = "{CHECKS[0]}"\nreason = "r"\nplatforms = ["lab-2", "lab_4"]\n',
         )
         diff = diff_reports(
             [unwritten_report("lab-1", BASELINE), unwritten_report("lab-2", BASELINE)],
@@ -310,3 +312,6 @@ class TestMarkdown:
         assert (
             "| known\\[0\\] | gone::test\\_x | matches no result | removed \\| &lt;i&gt; |" in text
         )
+        assert "stale expectations: 1; expectations not checked: 1." in text
+        unchecked = text[text.index("### Expectations not checked") :]
+        assert f"| known\\[1\\] | {markdown_text(CHECKS[0])} | lab\\-2, lab\\_4 |" in unchecked

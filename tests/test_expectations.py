@@ -174,9 +174,27 @@ class TestKnownChecks:
 
 class TestStale:
     def test_an_entry_that_names_no_result_is_stale(self, tmp_path: Path) -> None:
-        expectations = expectations_file(tmp_path, ENTRY + "platforms = ['intel-max-1550']\n")
+        expectations = expectations_file(
+            tmp_path, ENTRY + "platforms = ['intel-arc-a770']\nbackends = ['cuda']\n"
+        )
         reports = [unwritten_report("intel-arc-a770", [result(CHECK, Outcome.FAILED, on="xpu")])]
         assert expectations.stale(reports) == [(expectations.entries[0], MATCHES_NO_RESULT)]
+        assert expectations.unchecked(reports) == []
+
+    def test_an_entry_for_platforms_without_a_report_is_not_checked_rather_than_stale(
+        self, tmp_path: Path
+    ) -> None:
+        # A local matrix of the CPU kinds says nothing about the ipex entries.
+        expectations = expectations_file(
+            tmp_path,
+            ENTRY + "platforms = ['ipex', 'intel-max-1550']\n" + ENTRY + "platforms = ['lab-1']\n",
+        )
+        lab = [unwritten_report("lab-1", [result(CHECK, Outcome.PASSED, on="xpu")])]
+        assert expectations.unchecked(lab) == [expectations.entries[0]]
+        assert expectations.stale(lab) == [(expectations.entries[1], NOW_PASSES)]
+        with_ipex = [*lab, unwritten_report("ipex", [result(CHECK, Outcome.FAILED, on="xpu")])]
+        assert expectations.unchecked(with_ipex) == []
+        assert expectations.stale(with_ipex) == [(expectations.entries[1], NOW_PASSES)]
 
     def test_an_entry_whose_check_now_passes_everywhere_it_names_is_stale(
         self, tmp_path: Path
