@@ -47,7 +47,7 @@ from harness.allocations import Allocation, AllocationRegistry, allocate
 from harness.backends import Backend
 from harness.batches import Entry
 from harness.engines import ENGINES, Engine
-from harness.errors import HarnessError
+from harness.errors import HarnessError, exception_message
 from harness.report import (
     SCHEMA_FILE,
     PlatformReport,
@@ -437,11 +437,6 @@ class Failure:
         return f"{self.name} {self.size} on {self.backend}: not measured: {self.error}"
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return type(exc).__name__ + (f": {lines[0]}" if lines else "")
-
-
 def measure(
     backend: Backend,
     *,
@@ -463,7 +458,7 @@ def measure(
         except Exception as exc:
             if failed is None:
                 raise
-            failed(Failure(name, backend.name, size, _first_line(exc)))
+            failed(Failure(name, backend.name, size, exception_message(exc)))
             continue
         found.append(measurement)
         if progress is not None:
