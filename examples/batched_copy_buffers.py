@@ -3,49 +3,52 @@
 Engines that copy many small blocks between steps (KV-cache blocks, recurrent state) keep three
 buffers for one batched copy: source addresses, destination addresses and sizes. Each is a host
 tensor (pinned where the device can pin), a device tensor, and a numpy view of the host tensor
-that every step fills after the entries staged before it. The staged entries go to the device
-with a ``non_blocking`` copy, and one Triton kernel copies them all, loading each address from
-the device buffers itself.
+that each step fills one entry at a time, after the entries staged before it. The staged
+entries go to the device with a ``non_blocking`` copy, and one Triton kernel, decorated with
+plain ``@triton.jit``, copies them all, loading each address from the device buffers itself.
+The sizes are ``int32`` by design: no single copy reaches 2 GiB. The subject says so in its
+``contract``, and ptrport draws no larger size.
 
-- :func:`make_subject` stores the addresses as ``torch.uint64``: the fix.
-- :func:`broken` is the same code with ``torch.int64`` pointer buffers filled from Python ints:
-  the original bug. An address at or above ``2**63`` (Intel GPU device memory, Arm's tagged heap
-  pointers) does not fit, and staging it raises ``OverflowError``; ptrport reports the minimal
-  counterexample, ``0x8000000000000000``.
+- :func:`make_subject` keeps the addresses in ``torch.uint64``: the fix.
+- :func:`broken` is the same code with ``torch.int64`` pointer buffers: the original bug. An
+  address at or above ``2**63`` (Intel GPU device memory, Arm's tagged heap pointers) does not
+  fit, and staging it raises ``OverflowError``. On ``cpu`` only synthetic addresses are that
+  high; on ``cpu-usm`` and ``cpu-tbi`` every real allocation is, so a plain copy of real
+  tensors fails too, as it does on an Intel GPU.
 
 Run from the repository root (see examples/README.md)::
 
-    pytest --backend=cpu --subject=examples.batched_copy_buffers:make_subject
-    pytest --backend=cpu --subject=examples.batched_copy_buffers:broken
+    pytest --subject=examples.batched_copy_buffers:make_subject
+    pytest --backend=cpu-usm --subject=examples.batched_copy_buffers:broken
 """
 
 from __future__ import annotations
 
-import functools
+from typing import ClassVar
 
 import torch
+import triton
 import triton.language as tl
 
 from harness.backends import Backend
 from harness.batches import Batch
-from harness.triton_copy import interpreted_on_cpu
 
 BLOCK_SIZE = 1024
 
 
-# @interpreted_on_cpu in place of @triton.jit: compiled for GPU tensors, and run by the Triton
-# interpreter for CPU tensors, so the same kernel is checked on every backend.
-@interpreted_on_cpu
+@triton.jit  # type: ignore[untyped-decorator]
 def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr):  # type: ignore[no-untyped-def]
     """One program per entry: copy ``sizes[i]`` bytes from ``src_ptrs[i]`` to ``dst_ptrs[i]``."""
-    entry = tl.program_id(0)
-    src = tl.load(src_ptrs + entry).to(tl.pointer_type(tl.uint8))
-    dst = tl.load(dst_ptrs + entry).to(tl.pointer_type(tl.uint8))
-    nbytes = tl.load(sizes + entry)
+    pid = tl.program_id(0)
+    src = tl.load(src_ptrs + pid)
+    dst = tl.load(dst_ptrs + pid)
+    nbytes = tl.load(sizes + pid)
+    lanes = tl.arange(0, BLOCK_SIZE)
     for start in range(0, nbytes, BLOCK_SIZE):
-        offsets = start + tl.arange(0, BLOCK_SIZE)
-        mask = offsets < nbytes
-        tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+        mask = start + lanes < nbytes
+        src_bytes = (src + start + lanes).to(tl.pointer_type(tl.uint8))
+        dst_bytes = (dst + start + lanes).to(tl.pointer_type(tl.uint8))
+        tl.store(dst_bytes, tl.load(src_bytes, mask=mask), mask=mask)
 
 
 class CpuGpuBuffer:
@@ -58,51 +61,51 @@ class CpuGpuBuffer:
         self.gpu = torch.zeros(size, dtype=dtype, device=device)
         self.np = self.cpu.numpy()
 
-    def copy_to_gpu(self, n: int) -> None:
-        self.gpu[:n].copy_(self.cpu[:n], non_blocking=True)
+    def copy_to_gpu(self, n: int) -> torch.Tensor:
+        return self.gpu[:n].copy_(self.cpu[:n], non_blocking=True)
 
 
 class BatchedCopyBuffers:
-    """The subject: ``src_ptrs``/``dst_ptrs``/``sizes`` buffers with pointers in ``ptr_dtype``,
-    filled per step at an offset and executed by :func:`batch_memcpy_kernel`."""
+    """The subject: ``src_ptrs``/``dst_ptrs`` buffers of ``ptr_dtype`` and an ``int32``
+    ``sizes`` buffer, filled one entry at a time and executed by :func:`batch_memcpy_kernel`."""
+
+    contract: ClassVar[dict[str, int]] = {"max_nbytes": 2**31 - 1}
+    """What the ``int32`` sizes column holds: ptrport draws no size above it."""
 
     def __init__(self, name: str, ptr_dtype: torch.dtype, description: str) -> None:
         self.name = name
         self.ptr_dtype = ptr_dtype
         self.description = description
-        self.capacity = 0
         self.offset = 0
-        """Entries staged since :meth:`create`: where the next step writes."""
+        """Entries staged since :meth:`create`: where the next one goes."""
 
     def unavailable_reason(self, backend: Backend) -> str | None:
         if not backend.addresses_are_device_pointers:
             return f"data_ptr() on {backend.name} is not an address a Triton kernel can load"
         return None
 
-    def create(self, capacity: int, backend: Backend) -> BatchedCopyBuffers:
-        buffer = functools.partial(
-            CpuGpuBuffer, capacity, device=backend.device, pin_memory=backend.can_pin
-        )
-        self.src_ptrs = buffer(dtype=self.ptr_dtype)
-        self.dst_ptrs = buffer(dtype=self.ptr_dtype)
-        self.sizes = buffer(dtype=torch.int64)
-        self.capacity = capacity
+    def create(self, capacity: int, backend: Backend) -> None:
+        def buffer(dtype: torch.dtype) -> CpuGpuBuffer:
+            return CpuGpuBuffer(
+                capacity, dtype=dtype, device=backend.device, pin_memory=backend.can_pin
+            )
+
+        self.src_ptrs = buffer(self.ptr_dtype)
+        self.dst_ptrs = buffer(self.ptr_dtype)
+        self.sizes = buffer(torch.int32)
         self.offset = 0
-        return self
 
     def stage(self, batch: Batch) -> None:
-        entries = batch.entries
-        start, end = self.offset, self.offset + len(entries)
-        if end > self.capacity:
-            # numpy would broadcast a short list into a short slice and drop the rest silently.
-            raise ValueError(
-                f"cannot stage {len(entries)} entries at offset {start}: "
-                f"the capacity is {self.capacity}"
-            )
-        self.src_ptrs.np[start:end] = [e.src for e in entries]
-        self.dst_ptrs.np[start:end] = [e.dst for e in entries]
-        self.sizes.np[start:end] = [e.nbytes for e in entries]
-        self.offset = end
+        """As an engine collects a step's copies: one entry at a time through the numpy views.
+        An entry past the capacity raises ``IndexError``, and the offset stays where it was."""
+        src_ptrs_np, dst_ptrs_np, sizes_np = self.src_ptrs.np, self.dst_ptrs.np, self.sizes.np
+        offset = self.offset
+        for entry in batch.entries:
+            src_ptrs_np[offset] = entry.src
+            dst_ptrs_np[offset] = entry.dst
+            sizes_np[offset] = entry.nbytes
+            offset += 1
+        self.offset = offset
 
     def transfer(self, n: int) -> None:
         for buffer in (self.src_ptrs, self.dst_ptrs, self.sizes):
@@ -125,7 +128,8 @@ def make_subject() -> BatchedCopyBuffers:
     return BatchedCopyBuffers(
         "batched-copy-buffers",
         torch.uint64,
-        "an engine's batched-copy buffers, pointers in torch.uint64, copied by its Triton kernel",
+        "an engine's batched-copy buffers, pointers in torch.uint64, int32 sizes, copied by "
+        "its Triton kernel",
     )
 
 

@@ -1,19 +1,23 @@
 """Backends: the torch device kinds a run can target, whether each is present here, and why not.
 
-Built in: ``cpu``, ``cuda``, ``rocm`` (torch's ``cuda`` device on a HIP build), ``xpu`` (native
-``torch.xpu``, with intel-extension-for-pytorch imported first when it is installed) and ``mps``.
-Others come from installed distributions through the entry-point group ``ptrport.backends``;
-each entry point names a :class:`Backend` subclass or instance.
+Built in: ``cpu``; the upper-half CPU backends ``cpu-usm`` and ``cpu-tbi`` (CPU memory whose
+addresses are presented above ``2**63``, :mod:`harness.presentation`), always available; ``cuda``,
+``rocm`` (torch's ``cuda`` device on a HIP build), ``xpu`` (native ``torch.xpu``, with
+intel-extension-for-pytorch imported first when it is installed) and ``mps``. Others come from
+installed distributions through the entry-point group ``ptrport.backends``; each entry point
+names a :class:`Backend` subclass or instance.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
 import platform
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +25,7 @@ from pathlib import Path
 import torch
 
 from harness.errors import HarnessError, UnknownName, exception_message
+from harness.presentation import AS_IS, TBI, USM, Presentation, presenting
 
 ENTRY_POINT_GROUP = "ptrport.backends"
 
@@ -45,6 +50,10 @@ class Backend:
     """What reports call its execution target: ``cpu``, ``gpu`` or ``other``."""
     addresses_are_device_pointers: bool = True
     """False where ``data_ptr()`` is not an address a kernel can use (MPS)."""
+    high_addresses: bool | None = None
+    """Whether its device addresses lie at or above ``2**63`` (``None``: not known)."""
+    simulated: str | None = None
+    """For a backend that stands in for another kind of device: what it simulates, and how."""
 
     def _unavailable_reason(self) -> str | None:
         raise NotImplementedError
@@ -72,6 +81,13 @@ class Backend:
     def synchronize(self) -> None:
         getattr(torch, self.device_type).synchronize()
 
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """The scope code runs in on this backend (a check, a benchmark, a repro): a plain
+        ``@triton.jit`` kernel launched on CPU tensors runs in Triton's interpreter."""
+        with _cpu_launches():
+            yield
+
     def device_model(self) -> str | None:
         return None
 
@@ -88,13 +104,46 @@ class Backend:
         return f"<backend {self.name}>"
 
 
+@functools.cache
+def _triton_launches() -> Callable[[], contextlib.AbstractContextManager[None]] | None:
+    if importlib.util.find_spec("triton") is None:
+        return None
+    try:
+        from harness.triton_cpu import cpu_launches
+    except Exception:  # a broken Triton: its engine says why; checks without it still run
+        return None
+    return cpu_launches
+
+
+def _cpu_launches() -> contextlib.AbstractContextManager[None]:
+    launches = _triton_launches()
+    return launches() if launches is not None else contextlib.nullcontext()
+
+
 class CpuBackend(Backend):
+    """The CPU. Its checks run with addresses as they are, but with the same guard as the
+    upper-half backends: a Triton kernel that dereferences memory the check was not given
+    raises :class:`~harness.presentation.DeviceFault` instead of touching it."""
+
     name = "cpu"
     device_type = "cpu"
     kind = "cpu"
+    high_addresses = False
+    presentation: Presentation = AS_IS
 
     def _unavailable_reason(self) -> str | None:
+        probe = torch.empty(1)
+        if self.presentation.limit <= probe.untyped_storage().data_ptr():
+            return (
+                f"CPU addresses here (such as {probe.untyped_storage().data_ptr():#x}) lie above "
+                f"{self.presentation.limit:#x}, the highest {self.name} can present"
+            )
         return None
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        with presenting(self.presentation), _cpu_launches():
+            yield
 
     @property
     def device(self) -> torch.device:
@@ -117,13 +166,38 @@ class CpuBackend(Backend):
 
     def platform_slug(self) -> str:
         # The CPU model string is long and says little about address layout; the ISA does.
-        return f"cpu-{_slug(platform.machine())}"
+        return f"{self.name}-{_slug(platform.machine())}"
+
+    def fingerprint(self) -> Fingerprint:
+        found = super().fingerprint()
+        if self.simulated:
+            found["simulated"] = self.simulated
+        return found
+
+
+class CpuUsmBackend(CpuBackend):
+    """CPU memory at Intel Level Zero USM-shaped addresses: real + ``0xffff_8000_0000_0000``."""
+
+    name = "cpu-usm"
+    high_addresses = True
+    presentation = USM
+    simulated = f"an upper-half device: {USM.description}"
+
+
+class CpuTbiBackend(CpuBackend):
+    """CPU memory at Android-tagged ARM64 addresses: the top byte set to ``0xb4``."""
+
+    name = "cpu-tbi"
+    high_addresses = True
+    presentation = TBI
+    simulated = f"an upper-half device: {TBI.description}"
 
 
 class CudaBackend(Backend):
     kind = "gpu"
     name = "cuda"
     device_type = "cuda"
+    high_addresses = False
 
     def _unavailable_reason(self) -> str | None:
         if torch.version.hip:
@@ -177,6 +251,7 @@ class XpuBackend(Backend):
     kind = "gpu"
     name = "xpu"
     device_type = "xpu"
+    high_addresses = True
 
     def _unavailable_reason(self) -> str | None:
         ipex = ipex_version()
@@ -214,6 +289,7 @@ class MpsBackend(Backend):
     name = "mps"
     device_type = "mps"
     addresses_are_device_pointers = False
+    high_addresses = False
 
     def _unavailable_reason(self) -> str | None:
         if not torch.backends.mps.is_built():
@@ -232,6 +308,8 @@ class MpsBackend(Backend):
 
 BUILTIN_BACKENDS: tuple[type[Backend], ...] = (
     CpuBackend,
+    CpuUsmBackend,
+    CpuTbiBackend,
     CudaBackend,
     RocmBackend,
     XpuBackend,

@@ -8,6 +8,8 @@ and torch, can run the very check that failed with the example a report recorded
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from harness import verify
 from harness.addresses import ADDRESS_LIMIT, INT64_MAX, to_hex
 from harness.backends import Backend
 from harness.batches import Batch, Entry
+from harness.contracts import Contract
 from harness.engines import TritonEngine
 from harness.subjects import AddressQueries, Subject
 from harness.tables import ENCODINGS, PointerTable
@@ -37,10 +40,12 @@ def _executing(subject: Subject) -> Subject:
 # -- table round trip -------------------------------------------------------------------------
 
 
-def an_entry_reads_back_bit_exact(
-    backend: Backend, subject: Subject, src: int, dst: int, nbytes: int
-) -> None:
+def an_entry_reads_back_bit_exact(backend: Backend, subject: Subject, data: st.DataObject) -> None:
     """One entry staged on the host and transferred reads back from the device bit-exact."""
+    contract = subject.contract
+    src = data.draw(hst.addresses(alignment=contract.alignment), label="src")
+    dst = data.draw(hst.addresses(alignment=contract.alignment), label="dst")
+    nbytes = data.draw(st.integers(0, contract.max_nbytes), label="nbytes")
     entry = Entry(src, dst, nbytes)
     subject.create(1, backend)
     subject.stage(Batch((entry,)))
@@ -53,14 +58,16 @@ def batches_staged_step_by_step_read_back_bit_exact(
 ) -> None:
     """Batches of synthetic entries (any size) staged one after another, as an engine fills its
     table per step, read back bit-exact once transferred together."""
-    steps = data.draw(
-        st.lists(
-            hst.copy_batches(backend, real=False, executed=False, max_entries=6),
-            min_size=1,
-            max_size=3,
-        ),
-        label="steps",
+    contract = subject.contract
+    batches = hst.copy_batches(
+        backend,
+        real=False,
+        executed=False,
+        max_entries=6,
+        max_nbytes=contract.max_nbytes,
+        alignment=contract.alignment,
     )
+    steps = data.draw(st.lists(batches, min_size=1, max_size=3), label="steps")
     entries = [e for step in steps for e in step]
     subject.create(len(entries), backend)
     for step in steps:
@@ -71,13 +78,16 @@ def batches_staged_step_by_step_read_back_bit_exact(
 
 # -- buffer creation --------------------------------------------------------------------------
 
-low_entries = st.builds(
-    Entry,
-    src=hst.addresses(classes=["user-space"]),
-    dst=hst.addresses(classes=["user-space"]),
-    nbytes=st.integers(0, 2**40),
-)
-"""Lower-half entries: the buffer checks are about buffers, not encodings."""
+LOW_NBYTES = 2**40
+
+
+@functools.cache
+def low_entries(contract: Contract) -> st.SearchStrategy[Entry]:
+    """Lower-half entries within ``contract``: the buffer checks are about buffers, not
+    encodings."""
+    lower = hst.addresses(alignment=contract.alignment, classes=["user-space"])
+    nbytes = st.integers(0, min(LOW_NBYTES, contract.max_nbytes))
+    return st.builds(Entry, src=lower, dst=lower, nbytes=nbytes)
 
 
 def columns_have_the_capacity_dtype_and_placement_asked_for(
@@ -100,10 +110,12 @@ def the_numpy_view_shares_the_host_tensor_memory(
 
 
 def staging_offsets_accumulate_and_only_n_entries_transfer(
-    backend: Backend, subject: Subject, steps: list[list[Entry]], data: st.DataObject
+    backend: Backend, subject: Subject, data: st.DataObject
 ) -> None:
     """Each stage writes after the last; a transfer of ``n`` moves the first ``n`` rows only;
     ``reset`` starts the next step at offset 0."""
+    one_step = st.lists(low_entries(subject.contract), max_size=6)
+    steps = data.draw(st.lists(one_step, min_size=1, max_size=4), label="steps")
     staged = [e for step in steps for e in step]
     spare = data.draw(st.integers(0, 4), label="spare")
     table = _inspectable(subject.create(len(staged) + spare, backend), subject)
@@ -125,9 +137,10 @@ def staging_past_the_capacity_is_refused(
 ) -> None:
     """Staging more entries than the table has room for raises, and leaves what was staged
     before intact: a table that silently drops or wraps entries loses them."""
-    first = data.draw(st.lists(low_entries, max_size=capacity), label="first")
+    entries = low_entries(subject.contract)
+    first = data.draw(st.lists(entries, max_size=capacity), label="first")
     room = capacity - len(first)
-    over = data.draw(st.lists(low_entries, min_size=room + 1, max_size=room + 4), label="over")
+    over = data.draw(st.lists(entries, min_size=room + 1, max_size=room + 4), label="over")
     subject.create(capacity, backend)
     subject.stage(Batch(tuple(first)))
     try:
@@ -152,37 +165,39 @@ def _querying(subject: Subject) -> AddressQueries:
     return subject
 
 
-def _stage_addresses(backend: Backend, subject: Subject, addresses: list[int]) -> None:
+def _staged_addresses(backend: Backend, subject: Subject, data: st.DataObject) -> list[int]:
+    """Draw up to 8 addresses within the subject's contract and stage them as entries."""
+    aligned = hst.addresses(alignment=subject.contract.alignment)
+    addresses: list[int] = data.draw(st.lists(aligned, min_size=1, max_size=8), label="addresses")
     entries = tuple(Entry(a, 0, 0) for a in addresses)
     subject.create(len(entries), backend)
     subject.stage(Batch(entries))
     subject.transfer(len(entries))
+    return addresses
 
 
 def entries_sort_by_unsigned_address(
-    backend: Backend, subject: Subject, addresses: list[int]
+    backend: Backend, subject: Subject, data: st.DataObject
 ) -> None:
     """Sorting the table's entries by address (to coalesce neighbours) orders them as unsigned
     ints, an upper-half address after every lower-half one."""
     queries = _querying(subject)
-    _stage_addresses(backend, subject, addresses)
+    addresses = _staged_addresses(backend, subject, data)
     expected = sorted(range(len(addresses)), key=lambda i: addresses[i])
     verify.assert_same_answers(
         "order by address", addresses, queries.order(len(addresses)), expected
     )
 
 
-def range_checks_compare_unsigned(
-    backend: Backend, subject: Subject, addresses: list[int], data: st.DataObject
-) -> None:
+def range_checks_compare_unsigned(backend: Backend, subject: Subject, data: st.DataObject) -> None:
     """``base <= p < base + nbytes`` holds for exactly the addresses inside the range, for
     ranges anywhere in the 64-bit space, around the staged addresses or not."""
     queries = _querying(subject)
+    addresses = _staged_addresses(backend, subject, data)
     anchor = data.draw(st.sampled_from(addresses) | hst.addresses(), label="anchor_address")
     below = data.draw(st.integers(0, anchor), label="below")
     above = data.draw(st.integers(1, ADDRESS_LIMIT - anchor), label="above")
     base, nbytes = anchor - below, below + above
-    _stage_addresses(backend, subject, addresses)
     expected = [base <= a < base + nbytes for a in addresses]
     verify.assert_same_answers(
         f"in [{to_hex(base)}, +{nbytes:#x})",
@@ -192,12 +207,11 @@ def range_checks_compare_unsigned(
     )
 
 
-def high_bits_shift_in_zeros(
-    backend: Backend, subject: Subject, addresses: list[int], shift: int
-) -> None:
+def high_bits_shift_in_zeros(backend: Backend, subject: Subject, data: st.DataObject) -> None:
     """``p >> shift`` (a region or page number) is the unsigned shift: no sign extension."""
     queries = _querying(subject)
-    _stage_addresses(backend, subject, addresses)
+    addresses = _staged_addresses(backend, subject, data)
+    shift = data.draw(st.integers(1, 63), label="shift")
     expected = [a >> shift for a in addresses]
     verify.assert_same_answers(
         f">> {shift}", addresses, queries.high_bits(len(addresses), shift), expected
@@ -253,12 +267,25 @@ def a_kernel_sees_each_entry_and_the_entry_plus_an_offset(
 # -- batch copy and mixed batches -------------------------------------------------------------
 
 
+def _batches(
+    backend: Backend, subject: Subject, *, min_entries: int = 0, synthetic: bool = True
+) -> st.SearchStrategy[Batch]:
+    contract = subject.contract
+    return hst.copy_batches(
+        backend,
+        min_entries=min_entries,
+        synthetic=synthetic,
+        max_nbytes=contract.max_nbytes,
+        alignment=contract.alignment,
+    )
+
+
 def real_entries_are_copied_exactly(
     backend: Backend, subject: Subject, data: st.DataObject
 ) -> None:
     """Every destination holds its source's bytes; nothing else changed; guards intact."""
     _executing(subject)
-    batch = data.draw(hst.copy_batches(backend, synthetic=False), label="batch")
+    batch = data.draw(_batches(backend, subject, synthetic=False), label="batch")
     snapshot = verify.Snapshot(batch.allocations)
     subject.create(len(batch), backend)
     subject.stage(batch)
@@ -274,7 +301,7 @@ def a_mixed_batch_is_held_exactly_and_only_real_entries_are_copied(
     """Synthetic high addresses beside real allocations: the table holds every address, the
     real entries are copied exactly, and no synthetic address is dereferenced."""
     _executing(subject)
-    batch = data.draw(hst.copy_batches(backend, min_entries=1), label="batch")
+    batch = data.draw(_batches(backend, subject, min_entries=1), label="batch")
     snapshot = verify.Snapshot(batch.allocations)
     subject.create(len(batch), backend)
     subject.stage(batch)

@@ -102,7 +102,9 @@ def _subjects(args: argparse.Namespace) -> int:
         if subject.exposed_by:
             how = "" if subject.name in default else "; run with --controls or by name"
             where = ", ".join(sorted(subject.exposed_by))
-            control = f"  [control{how}; must fail in {where}]"
+            upper = ", ".join(sorted(subject.exposed_by_upper_half - subject.exposed_by))
+            also = f"; in the upper half also in {upper}" if upper else ""
+            control = f"  [control{how}; must fail in {where}{also}]"
         print(f"{subject.name:<{width}}  {subject.description}{control}")
     return 0
 
@@ -233,7 +235,8 @@ def _probe(args: argparse.Namespace) -> int:
             results += _unavailable(backend, operations)
             print(f"{backend.name}: not available: {backend.unavailable_reason}")
             continue
-        findings = probe.probe_all(backend, operations)
+        with backend.running():
+            findings = probe.probe_all(backend, operations)
         counts = {v: sum(f.verdict is v for f in findings) for v in Verdict}
         wrong += counts[Verdict.WRONG]
         print(
@@ -275,13 +278,14 @@ def _bench(args: argparse.Namespace) -> int:
             f"{', quick sizes' if args.quick else ''}"
         )
         print(bench.table_row(bench.HEADER), flush=True)
-        measured += bench.measure(
-            backend,
-            sizes=sizes,
-            repeat=args.repeat,
-            progress=lambda m: print(bench.format_measurement(m), flush=True),
-            failed=failed,
-        )
+        with backend.running():
+            measured += bench.measure(
+                backend,
+                sizes=sizes,
+                repeat=args.repeat,
+                progress=lambda m: print(bench.format_measurement(m), flush=True),
+                failed=failed,
+            )
         print("\n".join(f"  {note}" for note in bench.notes(backend, args.repeat)) + "\n")
         benched.append(backend.name)
     if not benched:

@@ -19,7 +19,7 @@ import torch
 from harness.addresses import to_unsigned
 from harness.backends import Backend
 from harness.batches import Batch
-from harness.engines import AdmittedCopy, TorchEngine, admit
+from harness.engines import TRITON_BLOCK, AdmittedCopy, TorchEngine, TritonEngine, admit
 from harness.errors import CapacityExceeded
 from harness.records import Outcome, Result
 from harness.subjects import Subject, TableSubject, builtin_subjects
@@ -73,6 +73,7 @@ class ControlSubject(TableSubject):
         *,
         exposing: str,
         exposed_by: Sequence[str],
+        exposed_by_upper_half: Sequence[str] = (),
         encoding: Encoding = UINT64,
         sizes_dtype: torch.dtype | None = None,
     ) -> None:
@@ -81,6 +82,7 @@ class ControlSubject(TableSubject):
         self.description = description
         self.exposing = exposing
         self.exposed_by = frozenset(exposed_by)
+        self.exposed_by_upper_half = frozenset(exposed_by_upper_half)
         if sizes_dtype is not None:
             self.sizes_dtype = sizes_dtype
 
@@ -190,6 +192,43 @@ class FixedBlockCopy(ControlSubject):
         return copies
 
 
+class FortyEightBitCopy(ControlSubject):
+    """Copies with a Triton kernel that keeps each address in a 48-bit field, as code written
+    for 48-bit virtual addresses does: exact below ``2**47``, where CPU and GPU allocations lie
+    on most platforms, and a dereference of another address for every upper-half one (a device
+    fault on the upper-half CPU backends). Only a real copy at a high address shows it."""
+
+    def __init__(self, name: str, description: str, **kwargs: Any) -> None:
+        super().__init__(name, description, **kwargs)
+        self.engine = TritonEngine()
+
+    def unavailable_reason(self, backend: Backend) -> str | None:
+        reason = self.not_applicable(backend)
+        return f"not applicable: {reason}" if reason else super().unavailable_reason(backend)
+
+    def not_applicable(self, backend: Backend) -> str | None:
+        """Why this bug cannot show on ``backend``, if it cannot."""
+        if not backend.high_addresses:
+            return (
+                f"real allocations on {backend.name} lie in the lower half, where a 48-bit "
+                "field holds their addresses whole"
+            )
+        return None
+
+    def execute(self, n: int) -> list[AdmittedCopy]:
+        from harness import triton_copy
+
+        copies = admit(self.table, n, self._registry)
+        if n:
+            table = self.table
+            columns = (table.src.device, table.dst.device, table.sizes.device)
+            kernel = triton_copy.batch_copy_48_bit_kernel
+            field = triton_copy.ADDRESS_FIELD
+            triton_copy.launch(kernel, (n,), *columns, BLOCK=TRITON_BLOCK, FIELD=field)
+            table.backend.synchronize()
+        return copies
+
+
 _CATALOGUE: tuple[Callable[[], Subject], ...] = (
     lambda: ControlSubject(
         "float64",
@@ -251,6 +290,12 @@ _CATALOGUE: tuple[Callable[[], Subject], ...] = (
         exposing="a transfer of fewer entries than are staged",
         exposed_by=(OFFSETS,),
     ),
+    lambda: FortyEightBitCopy(
+        "48-bit-address",
+        "control: the copy kernel keeps each address in a 48-bit field, dropping the top 16 bits",
+        exposing="a real entry at an upper-half address (cpu-usm, cpu-tbi, xpu)",
+        exposed_by=(COPY, MIXED),
+    ),
     lambda: FixedBlockCopy(
         "fixed-block-copy",
         f"control: each entry is copied as a fixed {FIXED_BLOCK}-byte block, whatever its size",
@@ -270,6 +315,13 @@ def catalogue() -> dict[str, Subject]:
 def exposing(subject: Subject) -> str:
     """What makes a control's bug show, in words."""
     return str(getattr(subject, "exposing", ""))
+
+
+def must_catch(subject: Subject, backend: Backend) -> frozenset[str]:
+    """The scenarios and checks that must catch ``subject``'s bug on ``backend``."""
+    if backend.high_addresses:
+        return subject.exposed_by | subject.exposed_by_upper_half
+    return subject.exposed_by
 
 
 def exposes(exposed_by: frozenset[str], scenario: str, check: str) -> bool:
@@ -329,7 +381,7 @@ def verdict(subject: Subject, backend: Backend, results: Iterable[Result]) -> Ve
         for r in results
         if r.subject == name
         and r.backend == backend.name
-        and exposes(subject.exposed_by, r.scenario, _function(r.check))
+        and exposes(must_catch(subject, backend), r.scenario, _function(r.check))
     ]
     caught = [r for r in mine if r.outcome == Outcome.XFAILED]
     if caught:
@@ -345,7 +397,7 @@ def verdict(subject: Subject, backend: Backend, results: Iterable[Result]) -> Ve
             counterexample=best.example,
         )
     if not mine:
-        wanted = ", ".join(sorted(subject.exposed_by))
+        wanted = ", ".join(sorted(must_catch(subject, backend)))
         return Verdict(name, backend.name, State.MISSED, f"no check that catches it ran ({wanted})")
     shown = "; ".join(f"{r.check} {r.outcome.value}" for r in mine)
     return Verdict(name, backend.name, State.MISSED, shown)

@@ -4,7 +4,8 @@
   GPUs, run by the Triton interpreter on CPU tensors.
 - ``torch``: one ``Tensor.copy_`` per entry, each address resolved through the allocation
   registry; runs on every backend.
-- ``ctypes``: ``ctypes.memmove`` per entry, on CPU.
+- ``ctypes``: ``ctypes.memmove`` per entry, on CPU; on an upper-half CPU backend through the
+  real addresses behind the presented ones (:mod:`harness.presentation`).
 
 Before any engine runs, :func:`admit` reads the device table as the engine will see it and
 checks every entry with a non-zero size against the live allocations. An entry that points
@@ -16,11 +17,11 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness import presentation
 from harness.addresses import to_hex
 from harness.allocations import Allocation, AllocationRegistry
 from harness.backends import Backend
@@ -127,8 +128,13 @@ class CtypesEngine:
         self, table: PointerTable, n: int, registry: AllocationRegistry
     ) -> list[AdmittedCopy]:
         copies = admit(table, n, registry)
+        memory = presentation.active()
         for c in copies:
-            ctypes.memmove(c.dst, c.src, c.nbytes)
+            if memory is None:
+                ctypes.memmove(c.dst, c.src, c.nbytes)
+            else:
+                dst = memory.real_address(c.dst, c.nbytes, "store")
+                ctypes.memmove(dst, memory.real_address(c.src, c.nbytes, "load"), c.nbytes)
         return copies
 
 
@@ -163,10 +169,8 @@ class TritonEngine:
         copies = admit(table, n, registry)
         if n == 0:
             return copies
-        on_cpu = table.backend.device.type == "cpu"
-        interpret = on_cpu or os.environ.get(triton_copy.INTERPRET_ENV) == "1"
-        kernel = triton_copy.batch_copy_kernel(interpret)
-        kernel[(n,)](table.src.device, table.dst.device, table.sizes.device, BLOCK=TRITON_BLOCK)
+        columns = (table.src.device, table.dst.device, table.sizes.device)
+        triton_copy.launch(triton_copy.batch_copy_kernel, (n,), *columns, BLOCK=TRITON_BLOCK)
         return copies
 
 

@@ -1,21 +1,27 @@
-"""Hypothesis examples as reports need them: one seed per check, the same on every backend, and
-the inputs of the last example a check ran (after a failure, Hypothesis replays the minimal
-example last, so that is the counterexample)."""
+"""Hypothesis examples as reports need them: one seed per check, the same on every backend, the
+inputs of the last example a check ran (after a failure, Hypothesis replays the minimal
+example last, so that is the counterexample), and a few real entries that passing examples
+copied."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import secrets
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import seed
 from hypothesis import strategies as st
 from hypothesis.errors import UnsatisfiedAssumption
 
+from harness.addresses import to_hex
+from harness.batches import Batch, Entry
+
 DERANDOMIZED = "derandomized"
+COPIED_KEPT = 3
+"""How many real entries of passing examples a result keeps as evidence."""
 
 
 def run_seed(given: object | None, *, derandomize: bool) -> str:
@@ -50,10 +56,36 @@ class ExampleLog:
     on_progress: Callable[[ExampleLog, dict[str, Any]], None] | None = None
     """Called with the inputs so far when an example starts and after each draw (an isolated
     child tells its parent where it is, in case it dies there)."""
+    copied: list[tuple[int, int, int]] = field(default_factory=list)
+    """The real entries with the highest source addresses among the examples that passed,
+    ``(src, dst, nbytes)``; only copy checks have real entries among their inputs."""
 
     def progress(self, inputs: dict[str, Any]) -> None:
         if self.on_progress is not None:
             self.on_progress(self, inputs)
+
+    def passed(self, inputs: dict[str, Any]) -> None:
+        """Keep the real entries of an example that passed, as :attr:`copied` allows."""
+        found = {(e.src, e.dst, e.nbytes) for e in _real_entries(inputs.values()) if e.nbytes}
+        if found:
+            kept = set(self.copied) | found
+            self.copied = sorted(kept, reverse=True)[:COPIED_KEPT]
+
+    def copied_records(self) -> tuple[dict[str, Any], ...]:
+        return tuple(
+            {"src": to_hex(src), "dst": to_hex(dst), "nbytes": nbytes}
+            for src, dst, nbytes in self.copied
+        )
+
+
+def _real_entries(values: Iterable[Any]) -> Iterator[Entry]:
+    for value in values:
+        if isinstance(value, Batch):
+            yield from value.real
+        elif isinstance(value, Entry) and not value.synthetic:
+            yield value
+        elif isinstance(value, list | tuple):
+            yield from _real_entries(value)
 
 
 class _RecordingData:
@@ -107,7 +139,7 @@ def prepare(test: Any, *, seed_value: int, log: ExampleLog, fixtures: Collection
         log.last = generated
         progress()
         try:
-            return inner(*args, **kwargs)
+            returned = inner(*args, **kwargs)
         except UnsatisfiedAssumption:
             raise
         except Exception:
@@ -116,6 +148,8 @@ def prepare(test: Any, *, seed_value: int, log: ExampleLog, fixtures: Collection
             raise
         finally:
             generated.update(draws)
+        log.passed(generated)
+        return returned
 
     recording.__ptrport_unwrapped__ = inner  # type: ignore[attr-defined]
     handle.inner_test = recording

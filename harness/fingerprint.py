@@ -93,8 +93,10 @@ def primary_backend(backends: Sequence[Backend]) -> Backend | None:
 
 def execution_target(backends: Sequence[Backend]) -> dict[str, Any]:
     """What the run executed on: kind (cpu/gpu/other), backend, device model, runtime and
-    driver versions where known."""
+    driver versions where known; and, by name, the backends that simulate another kind of
+    device (the upper-half CPU backends) with what they simulate."""
     primary = primary_backend(backends)
+    simulated = {b.name: b.simulated for b in backends if b.simulated and b.is_available()}
     if primary is None:
         return {
             "kind": "other",
@@ -102,6 +104,7 @@ def execution_target(backends: Sequence[Backend]) -> dict[str, Any]:
             "device_model": None,
             "runtime": {},
             "driver": None,
+            "simulated": simulated,
         }
     found = primary.fingerprint()
     runtime = {
@@ -115,13 +118,17 @@ def execution_target(backends: Sequence[Backend]) -> dict[str, Any]:
         "device_model": found.get("device_model"),
         "runtime": runtime,
         "driver": found.get("driver"),
+        "simulated": simulated,
     }
 
 
 def default_platform_id(backends: Sequence[Backend]) -> str:
-    """``cpu-x86-64``, ``cuda-nvidia-h100-80gb-hbm3``...: from the available selected backends."""
-    present = [b.platform_slug() for b in backends if b.is_available()]
-    return "_".join(present) if present else "none"
+    """``cpu-x86-64``, ``cuda-nvidia-h100-80gb-hbm3``...: from the available selected backends.
+    A simulated backend runs on the machine another one names, so it names the platform only
+    when it runs alone (``cpu-usm-x86-64``): the default CPU run stays ``cpu-x86-64``."""
+    present = [b for b in backends if b.is_available()]
+    real = [b for b in present if not b.simulated] or present
+    return "_".join(b.platform_slug() for b in real) if real else "none"
 
 
 def check_platform_id(value: str) -> str:

@@ -3,9 +3,9 @@ and the entry plus an offset, both an offset loaded from an int32 or uint32 tens
 kernel computes from its own indices. Pointer arithmetic in kernels mixes widths and
 signedness; above ``2**63`` a promotion that goes through a signed or narrower type shows here.
 
-Interpreted on CPU tensors, compiled on GPU ones (:func:`harness.triton_copy.interpreted_on_cpu`).
-Imported only where Triton is installed. Nothing here is dereferenced: the kernel moves address
-values, never the memory they point at.
+A plain ``@triton.jit`` kernel: interpreted on CPU tensors, compiled on GPU ones
+(:func:`harness.triton_copy.launch`). Imported only where Triton is installed. Nothing here is
+dereferenced: the kernel moves address values, never the memory they point at.
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import triton
 import triton.language as tl
 
 from harness.addresses import to_unsigned
-from harness.triton_copy import interpreted_on_cpu
+from harness.triton_copy import launch
 
 BLOCK = 16
 STRIDE = 8
 """Bytes per index in the offset the kernel computes (``entry + index * STRIDE``)."""
 
 
-@interpreted_on_cpu
+@triton.jit  # type: ignore[untyped-decorator]
 def _load_entries(  # type: ignore[no-untyped-def]
     table, offsets, seen, plus_loaded, plus_computed, n, BLOCK: tl.constexpr, STRIDE: tl.constexpr
 ):
@@ -56,5 +57,5 @@ def load_entries(column: torch.Tensor, offsets: torch.Tensor) -> KernelView:
     n = column.numel()
     outputs: list[Any] = [torch.zeros_like(column) for _ in range(3)]
     grid = (max(1, -(-n // BLOCK)),)
-    _load_entries[grid](column, offsets, *outputs, n, BLOCK=BLOCK, STRIDE=STRIDE)
+    launch(_load_entries, grid, column, offsets, *outputs, n, BLOCK=BLOCK, STRIDE=STRIDE)
     return KernelView(*(_bits(o) for o in outputs))

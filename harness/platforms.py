@@ -136,14 +136,18 @@ def _xpu_before_2_5(kind: PlatformKind, requirement: str) -> tuple[int, int] | N
     return minor if kind.backend == "xpu" and minor is not None and minor < (2, 5) else None
 
 
+CPU_BACKENDS = "cpu,cpu-usm,cpu-tbi"
+"""What the CPU kinds run on: the CPU, and the upper-half CPU backends that move real bytes
+through addresses above ``2**63`` (see harness/presentation.py)."""
+
 KINDS: dict[str, PlatformKind] = {
     k.name: k
     for k in (
-        PlatformKind("cpu", "cpu", "torch==2.13.0", "torch 2.13, CPU build"),
-        PlatformKind("cpu-latest", "cpu", "torch==2.14.1", "torch 2.14, run on the CPU"),
+        PlatformKind("cpu", CPU_BACKENDS, "torch==2.13.0", "torch 2.13, CPU build"),
+        PlatformKind("cpu-latest", CPU_BACKENDS, "torch==2.14.1", "torch 2.14, run on the CPU"),
         PlatformKind(
             "ipex",
-            "cpu",
+            CPU_BACKENDS,
             "torch==2.8.0",
             "torch 2.8 with intel-extension-for-pytorch 2.8 (CPU build)",
             packages=("intel-extension-for-pytorch==2.8.0",),

@@ -272,6 +272,11 @@ class PtrportRun:
             + (f"; unavailable: {'; '.join(missing)}" if missing else ""),
             f"ptrport: subjects {', '.join(self.subjects)}"
             + (f" (controls: {', '.join(controls)})" if controls else ""),
+            *(
+                f"ptrport: {name} declares {s.contract}"
+                for name, s in self.subjects.items()
+                if s.contract.declared
+            ),
             f"ptrport: hypothesis profile {_profile_name()}, seed {self.run_seed}",
         ]
         return lines
@@ -406,15 +411,20 @@ class PtrportRun:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         info = item.stash.get(_CHECK_INFO, None)
+        if info is None:
+            return (yield)
         function = getattr(item, "obj", None)
-        if info is not None and examples.is_hypothesis_test(function):
+        if examples.is_hypothesis_test(function):
             examples.prepare(
                 function,
                 seed_value=examples.check_seed(self.run_seed, info.check),
                 log=self._examples,
                 fixtures=_fixtures_only(item),
             )
-        return (yield)
+        # The check's whole body, every example included, runs in its backend's scope: on an
+        # upper-half backend data_ptr() is presented there, and restored however it ends.
+        with info.backend.running():
+            return (yield)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(
@@ -459,6 +469,9 @@ class PtrportRun:
                     duration_s=pending.duration_s,
                     nodeid=item.nodeid,
                     body=self._examples.body,
+                    copied=self._examples.copied_records()
+                    if pending.outcome in (None, Outcome.PASSED)
+                    else (),
                 )
             )
 
@@ -477,6 +490,11 @@ class PtrportRun:
             finished=_iso(finished) if finished is not None else None,
             duration_s=finished - self.started if finished is not None else None,
             scenarios=scenario_speed(self.results) if finished is not None else None,
+            contracts={
+                name: s.contract.to_record()
+                for name, s in self.subjects.items()
+                if s.contract.declared
+            },
         )
 
     def _record(self, result: Result) -> None:
@@ -642,7 +660,7 @@ def _exposing(info: CheckInfo) -> bool:
     """Whether this check must catch its subject's bug."""
     subject = info.subject
     return subject is not None and controls.exposes(
-        subject.exposed_by, info.scenario, info.function
+        controls.must_catch(subject, info.backend), info.scenario, info.function
     )
 
 

@@ -69,8 +69,12 @@ class Result:
     nodeid: str = ""
     body: str | None = None
     """``module:function`` of the check's body, which a repro script calls again."""
+    copied: tuple[dict[str, Any], ...] = ()
+    """For a passed check that copies: a few real entries (``src``, ``dst`` in hex,
+    ``nbytes``) its examples copied and verified, highest source address first."""
 
     def to_record(self) -> dict[str, Any]:
+        copied = {"copied": list(self.copied)} if self.copied else {}
         return {
             "check": self.check,
             "scenario": self.scenario,
@@ -84,6 +88,7 @@ class Result:
             "duration_s": round(self.duration_s, 6),
             "nodeid": self.nodeid,
             "body": self.body,
+            **copied,
         }
 
     @classmethod
@@ -102,6 +107,7 @@ class Result:
             duration_s=record["duration_s"],
             nodeid=record["nodeid"],
             body=record["body"],
+            copied=tuple(record.get("copied", ())),
         )
 
     @property

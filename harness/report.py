@@ -58,6 +58,8 @@ class RunInfo:
     scenarios: dict[str, dict[str, float]] | None = None
     """Per scenario, once the run ends: results, wall time, Hypothesis examples and examples
     per second (:func:`scenario_speed`)."""
+    contracts: dict[str, dict[str, int]] | None = None
+    """The contracts subjects declared (:mod:`harness.contracts`), by subject."""
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,7 @@ class RunInfo:
             "subjects": list(self.subjects),
             "argv": list(self.argv),
             **({} if self.scenarios is None else {"scenarios": self.scenarios}),
+            **({"contracts": self.contracts} if self.contracts else {}),
         }
 
 

@@ -109,13 +109,29 @@ def run_check(
     reported: str | None = None,
 ) -> int:
     """Run one check on one example and print what happened; return 1 if it failed, 0 if it
-    passed, 2 if it could not run here."""
+    passed, 2 if it could not run here. It runs in the backend's scope, as the check did (on
+    an upper-half backend the rebuilt allocations get presented addresses)."""
+    found = load_backends().get(backend)
+    if found is None:
+        print(f"ptrport repro: this machine has no backend named {backend!r}")
+        return 2
+    if not found.is_available():
+        print(f"ptrport repro: backend {backend} is not available: {found.unavailable_reason}")
+        return 2
+    with found.running():
+        return _replay(found, body=body, subject=subject, example=example, reported=reported)
+
+
+def _replay(
+    found: Backend,
+    *,
+    body: str,
+    subject: str | None,
+    example: Mapping[str, Any],
+    reported: str | None,
+) -> int:
+    backend = found.name
     try:
-        found = load_backends().get(backend)
-        if found is None:
-            raise ReproError(f"this machine has no backend named {backend!r}")
-        if not found.is_available():
-            raise ReproError(f"backend {backend} is not available: {found.unavailable_reason}")
         subjects = builtin_subjects() | catalogue()
         if subject is not None and subject not in subjects:
             raise ReproError(f"unknown subject {subject!r}")

@@ -65,6 +65,11 @@ def _check_bounds(name: str, low: int, high: int, *, floor: int = 0) -> None:
         raise InvalidArgument(f"Cannot have min_{name}={low} > max_{name}={high}")
 
 
+def _check_max_nbytes(max_nbytes: object) -> None:
+    if not isinstance(max_nbytes, int) or isinstance(max_nbytes, bool) or max_nbytes < 0:
+        raise InvalidArgument(f"Cannot have max_nbytes={max_nbytes!r}: it must be an int >= 0")
+
+
 DENSE_SPAN = 1 << 32
 """Ranges wider than this also get addresses with every bit drawn (see :func:`_aligned_in`)."""
 
@@ -232,21 +237,36 @@ def _allocations(
 
 
 @st.composite
-def _real_entry(draw: st.DrawFn, payloads: st.SearchStrategy[Allocation]) -> Entry:
+def _real_entry(
+    draw: st.DrawFn, payloads: st.SearchStrategy[Allocation], max_nbytes: int, alignment: int
+) -> Entry:
     src = draw(payloads)
     dst = draw(payloads)
-    src_offset = draw(st.integers(0, src.nbytes - 1))
-    dst_offset = draw(st.integers(0, dst.nbytes - 1))
-    nbytes = draw(st.integers(0, min(src.nbytes - src_offset, dst.nbytes - dst_offset)))
+    src_offset = draw(_aligned_offset(src, alignment))
+    dst_offset = draw(_aligned_offset(dst, alignment))
+    room = min(src.nbytes - src_offset, dst.nbytes - dst_offset, max_nbytes)
+    nbytes = draw(st.integers(0, room))
     return Entry(src.address + src_offset, dst.address + dst_offset, nbytes, src, dst)
 
 
-def _synthetic_entries(executed: bool) -> st.SearchStrategy[Entry]:
+def _aligned_offset(allocation: Allocation, alignment: int) -> st.SearchStrategy[int]:
+    """Byte offsets into ``allocation`` whose address is a multiple of ``alignment``."""
+    first = -allocation.address % alignment
+    if first >= allocation.nbytes:
+        # Only where the backend places allocations less aligned than a contract may ask
+        # (MAX_ALIGNMENT): no offset fits this one, so the example is dropped.
+        return st.nothing()
+    return st.integers(0, (allocation.nbytes - 1 - first) // alignment).map(
+        lambda k: first + k * alignment
+    )
+
+
+def _synthetic_entries(executed: bool, max_nbytes: int, alignment: int) -> st.SearchStrategy[Entry]:
     return st.builds(
         Entry,
-        src=high_addresses(),
-        dst=high_addresses(),
-        nbytes=st.just(0) if executed else st.integers(0, INT64_MAX),
+        src=high_addresses(alignment=alignment),
+        dst=high_addresses(alignment=alignment),
+        nbytes=st.just(0) if executed else st.integers(0, max_nbytes),
     )
 
 
@@ -258,13 +278,17 @@ def copy_batches(
     real: bool = True,
     synthetic: bool = True,
     executed: bool = True,
+    max_nbytes: int = INT64_MAX,
+    alignment: int = 1,
 ) -> st.SearchStrategy[Batch]:
-    """Batches of ``min_entries`` to ``max_entries`` copy entries.
+    """Batches of ``min_entries`` to ``max_entries`` copy entries, every size at most
+    ``max_nbytes`` and every address a multiple of ``alignment`` (a subject's contract,
+    :mod:`harness.contracts`).
 
     Real entries copy between two fresh allocations on ``backend`` (so no two entries overlap),
     at byte offsets inside each, ``nbytes`` fitting both. Synthetic entries carry addresses from
     :func:`high_addresses`; in batches that will be ``executed`` their ``nbytes`` is 0, a no-op
-    every engine must tolerate without dereferencing, otherwise any size up to 2**63-1.
+    every engine must tolerate without dereferencing, otherwise any size up to ``max_nbytes``.
 
     Shrinks towards fewer entries, sizes and offsets. A lone entry shrinks to the synthetic one
     at ``2**63`` with size 0 (it takes fewer choices than a real one) unless the failure needs a
@@ -273,8 +297,12 @@ def copy_batches(
     if not (real or synthetic):
         raise InvalidArgument("Cannot have real=False and synthetic=False: nothing to generate")
     _check_bounds("entries", min_entries, max_entries)
+    _check_max_nbytes(max_nbytes)
+    alignment = _check_alignment(alignment)
     backend = _check_backend(backend)
-    return _copy_batches(backend, min_entries, max_entries, real, synthetic, executed)
+    return _copy_batches(
+        backend, min_entries, max_entries, real, synthetic, executed, max_nbytes, alignment
+    )
 
 
 @functools.cache
@@ -285,11 +313,15 @@ def _copy_batches(
     real: bool,
     synthetic: bool,
     executed: bool,
+    max_nbytes: int,
+    alignment: int,
 ) -> st.SearchStrategy[Batch]:
     parts: list[st.SearchStrategy[Entry]] = []
     if real:
-        parts.append(_real_entry(allocations(backend, min_numel=1)))
+        # With an alignment, allocations start at their buffer's aligned front guard band.
+        payloads = allocations(backend, min_numel=1, max_offset=8 if alignment == 1 else 0)
+        parts.append(_real_entry(payloads, max_nbytes, alignment))
     if synthetic:
-        parts.append(_synthetic_entries(executed))
+        parts.append(_synthetic_entries(executed, max_nbytes, alignment))
     entries = st.lists(st.one_of(parts), min_size=min_entries, max_size=max_entries)
     return entries.map(lambda found: Batch(tuple(found)))

@@ -17,6 +17,7 @@ from harness import address_ops
 from harness.allocations import AllocationRegistry
 from harness.backends import Backend
 from harness.batches import Batch
+from harness.contracts import FULL_RANGE, Contract
 from harness.engines import ENGINES, AdmittedCopy, Engine
 from harness.errors import HarnessError, UnknownName
 from harness.tables import ENCODINGS, SIZES_DTYPE, Encoding, PointerTable
@@ -29,8 +30,12 @@ class Subject(Protocol):
     description: str
     exposed_by: frozenset[str]
     """Scenarios that must catch this subject's bug; empty for a subject that should pass."""
+    exposed_by_upper_half: frozenset[str]
+    """Scenarios that must catch it too where real allocations lie at or above ``2**63``."""
     executes: bool
     """Whether :meth:`execute` runs batches; checks that copy are skipped for one that does not."""
+    contract: Contract
+    """What its columns hold by design; the scenarios draw within it."""
 
     def unavailable_reason(self, backend: Backend) -> str | None: ...
 
@@ -80,8 +85,10 @@ class TableSubject:
         self.name = f"{encoding.name}/{engine.name}"
         self.description = f"{encoding.description}, executed by {engine.name}"
         self.exposed_by = encoding.exposed_by
+        self.exposed_by_upper_half = encoding.exposed_by_upper_half
         self.exposing = encoding.exposing
         self.executes = True
+        self.contract = FULL_RANGE
         self.sizes_dtype = SIZES_DTYPE
         self._table: PointerTable | None = None
         self._registry = AllocationRegistry()

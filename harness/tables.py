@@ -49,6 +49,9 @@ class Encoding:
     bug."""
     exposing: str = ""
     """For controls: what kind of address makes the bug show."""
+    exposed_by_upper_half: frozenset[str] = frozenset()
+    """For controls: where the bug must show too on a backend whose real allocations lie in the
+    upper half (``cpu-usm``, ``cpu-tbi``, ``xpu``): there every real copy meets it."""
     store_array: Callable[[np.ndarray], np.ndarray] | None = None
     """``store`` for a whole ``numpy.uint64`` array at once, giving an array of the column's
     dtype, where one exists that means the same as ``store`` value by value;
@@ -83,6 +86,7 @@ INT64 = Encoding(
     load=to_unsigned,
     exposed_by=frozenset({"table_round_trip", "mixed_batches", "address_arithmetic"}),
     exposing="addresses at or above 2**63",
+    exposed_by_upper_half=frozenset({"batch_copy"}),
 )
 ENCODINGS: dict[str, Encoding] = {e.name: e for e in (UINT64, INT64_BITCAST, INT64)}
 

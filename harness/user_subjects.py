@@ -24,10 +24,19 @@ A user's subject object provides (addresses and sizes as Python ints in ``[0, 2*
     without it is not executed, and the checks that copy skip it.
 ``description`` (str), optional
     One line for reports.
+``contract``, optional
+    What the subject's columns hold by design, a :class:`~harness.contracts.Contract` or a
+    mapping such as ``{"max_nbytes": 2**31 - 1, "alignment": 8}``: the largest size its sizes
+    column holds and an alignment its addresses always have. The scenarios draw within it;
+    undeclared means the full range.
 ``exposed_by`` (collection of str), optional
     Scenarios (``table_round_trip``) or checks (``scenario::test_function``) where this
     subject must fail: for a user's own known-bad subjects, which then run as controls. Leave
     it out for code that should pass.
+``exposed_by_upper_half`` (collection of str), optional
+    For such a control: scenarios or checks where it must fail too on a backend whose real
+    allocations lie at or above ``2**63`` (``cpu-usm``, ``cpu-tbi``, ``xpu``), e.g.
+    ``batch_copy`` for pointers kept in ``int64``.
 ``unavailable_reason(backend) -> str | None``, optional
     Why the subject cannot run on ``backend``, or ``None`` where it can.
 ``order(n)``, ``in_range(n, base, nbytes)``, ``high_bits(n, shift)``, optional
@@ -55,6 +64,7 @@ from harness.addresses import ADDRESS_LIMIT
 from harness.allocations import AllocationRegistry
 from harness.backends import Backend
 from harness.batches import Batch
+from harness.contracts import ContractError, contract_from
 from harness.engines import AdmittedCopy, admit_entries
 from harness.errors import HarnessError, UnknownName, exception_message
 from harness.subjects import Subject
@@ -82,7 +92,11 @@ class UserSubject:
         self.name = str(getattr(inner, "name", ""))
         self.description: str = getattr(inner, "description", None) or f"user subject {origin}"
         self.exposed_by: frozenset[str] = frozenset(getattr(inner, "exposed_by", None) or ())
+        self.exposed_by_upper_half: frozenset[str] = frozenset(
+            getattr(inner, "exposed_by_upper_half", None) or ()
+        )
         self.executes: bool = callable(getattr(inner, "execute", None))
+        self.contract = contract_from(getattr(inner, "contract", None))
         self._backend: Backend | None = None
         self._registry = AllocationRegistry()
 
@@ -263,13 +277,18 @@ def _check_protocol(inner: object, origin: str) -> None:
     description = getattr(inner, "description", None)
     if description is not None and not isinstance(description, str):
         wrong.append(f"description is {description!r}, not a str")
-    exposed_by = getattr(inner, "exposed_by", None)
-    if exposed_by is not None and not _is_names(exposed_by):
-        wrong.append(f"exposed_by is {exposed_by!r}, not a collection of scenario names")
+    for attribute in ("exposed_by", "exposed_by_upper_half"):
+        names = getattr(inner, attribute, None)
+        if names is not None and not _is_names(names):
+            wrong.append(f"{attribute} is {names!r}, not a collection of scenario names")
     for method in OPTIONAL_METHODS:
         value = getattr(inner, method, None)
         if value is not None and not callable(value):
             wrong.append(f"{method} is {value!r}, not a method")
+    try:
+        contract_from(getattr(inner, "contract", None))
+    except ContractError as exc:
+        wrong.append(str(exc))
     problems = ([f"missing {', '.join(missing)}"] if missing else []) + wrong
     if problems:
         raise SubjectError(

@@ -140,9 +140,12 @@ def assert_view_writes_through(table: PointerTable, index: int, value: int) -> N
     ``value`` (non-zero) is written as each column's dtype can hold it."""
     __tracebackhide__ = True
     for name, column in zip(COLUMN_NAMES, table.columns, strict=True):
-        if column.view.ctypes.data != column.host.data_ptr():
+        # The view's address as torch presents it, like the host tensor's (on an upper-half
+        # backend both are presented; numpy's own .ctypes.data is the real one).
+        view_address = torch.from_numpy(column.view).data_ptr()
+        if view_address != column.host.data_ptr():
             raise AssertionError(
-                f"{name} column: numpy view at {to_hex(column.view.ctypes.data)}, "
+                f"{name} column: numpy view at {to_hex(view_address)}, "
                 f"host tensor at {to_hex(column.host.data_ptr())}"
             )
         written = representable(value, column.host.dtype)

@@ -4,7 +4,8 @@ memory, accumulates staging offsets, refuses to stage past its capacity, and tra
 the entries asked for.
 
 Addresses here stay in the lower half: these checks are about the buffers, not the encoding,
-so a control passes them like any other subject."""
+so a control passes them like any other subject. Sizes and addresses keep to the subject's
+contract."""
 
 from __future__ import annotations
 
@@ -21,10 +22,9 @@ test_the_numpy_view_shares_the_host_tensor_memory = given(
     capacity=st.integers(1, 256), data=st.data()
 )(checks.the_numpy_view_shares_the_host_tensor_memory)
 
-test_staging_offsets_accumulate_and_only_n_entries_transfer = given(
-    steps=st.lists(st.lists(checks.low_entries, max_size=6), min_size=1, max_size=4),
-    data=st.data(),
-)(checks.staging_offsets_accumulate_and_only_n_entries_transfer)
+test_staging_offsets_accumulate_and_only_n_entries_transfer = given(data=st.data())(
+    checks.staging_offsets_accumulate_and_only_n_entries_transfer
+)
 
 test_staging_past_the_capacity_is_refused = given(capacity=st.integers(0, 16), data=st.data())(
     checks.staging_past_the_capacity_is_refused

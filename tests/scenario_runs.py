@@ -4,20 +4,26 @@ them up."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
+
+# Imported before any test: pytester takes sys.modules back to what it was before each test,
+# and Triton's native module, once dropped from it, aborts the process when imported again.
+with contextlib.suppress(ImportError):
+    import triton  # noqa: F401
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 # Inner runs may happen in this process, so the profile they load is put back when they end.
 PROFILE_CONFTEST = """
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 _previous = settings.get_current_profile_name()
 settings.register_profile(
     "pytester", settings.get_profile("default"), max_examples={max_examples}, deadline=None,
-    derandomize={derandomize}, database=None,
+    derandomize={derandomize}, database=None, phases=[p for p in Phase if p != Phase.explain],
 )
 settings.load_profile("pytester")
 
@@ -30,7 +36,8 @@ def pytest_unconfigure(config):
 def use_profile(
     pytester: pytest.Pytester, *, max_examples: int = 20, derandomize: bool = True
 ) -> None:
-    """A ``conftest.py`` loading a profile of ``max_examples``, no deadline, no database."""
+    """A ``conftest.py`` loading a profile of ``max_examples``, no deadline, no database, and
+    no explain phase (as the ``dev`` and ``ci`` profiles)."""
     pytester.makeconftest(
         PROFILE_CONFTEST.format(max_examples=max_examples, derandomize=derandomize)
     )

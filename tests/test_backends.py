@@ -10,6 +10,8 @@ from harness.backends import (
     Backend,
     BackendSelection,
     CpuBackend,
+    CpuTbiBackend,
+    CpuUsmBackend,
     CudaBackend,
     MpsBackend,
     RocmBackend,
@@ -23,13 +25,17 @@ from harness.fingerprint import (
     PLATFORM_ENV,
     check_platform_id,
     default_platform_id,
+    execution_target,
     platform_fingerprint,
     platform_id_from_env,
 )
+from harness.presentation import TBI, USM
 
 CPU = CpuBackend()
-BUILTIN_NAMES = ["cpu", "cuda", "rocm", "xpu", "mps"]
-KNOWN_CHOICES = "cpu, cuda, rocm, xpu, mps, all, available"
+CPU_USM = CpuUsmBackend()
+CPU_TBI = CpuTbiBackend()
+BUILTIN_NAMES = ["cpu", "cpu-usm", "cpu-tbi", "cuda", "rocm", "xpu", "mps"]
+KNOWN_CHOICES = "cpu, cpu-usm, cpu-tbi, cuda, rocm, xpu, mps, all, available"
 TORCH = f"torch {torch.__version__}"
 CPU_ONLY_TORCH = (
     torch.version.cuda is None
@@ -64,7 +70,7 @@ class _CpuTwin(CpuBackend):
 
 def test_load_backends_has_cpu_cuda_rocm_xpu_mps_in_that_order() -> None:
     found = load_backends()
-    assert list(found)[:5] == BUILTIN_NAMES
+    assert list(found)[: len(BUILTIN_NAMES)] == BUILTIN_NAMES
     assert all(b.name == name for name, b in found.items())
     assert all(isinstance(b, Backend) for b in found.values())
 
@@ -283,6 +289,13 @@ def test_the_default_platform_id_leaves_unavailable_backends_out() -> None:
     assert default_platform_id([CudaBackend()]) == "none"
 
 
+def test_the_upper_half_backends_name_the_platform_only_when_they_run_alone() -> None:
+    assert default_platform_id([CPU, CPU_USM, CPU_TBI]) == CPU.platform_slug()
+    machine = CPU.platform_slug().removeprefix("cpu-")
+    assert default_platform_id([CPU_USM]) == f"cpu-usm-{machine}"
+    assert default_platform_id([CPU_USM, CPU_TBI]) == f"cpu-usm-{machine}_cpu-tbi-{machine}"
+
+
 def test_the_default_platform_id_of_no_backends_is_none() -> None:
     assert default_platform_id([]) == "none"
 
@@ -314,3 +327,38 @@ def test_the_platform_fingerprint_records_unavailable_backends_with_their_reason
     for name, entry in fingerprint["backends"].items():
         if not entry["available"]:
             assert entry == {"available": False, "reason": known[name].unavailable_reason}
+
+
+# -- the upper-half CPU backends --------------------------------------------------------------
+
+
+def test_the_upper_half_backends_are_always_available_cpu_devices_at_high_addresses() -> None:
+    for found, presentation in ((CPU_USM, USM), (CPU_TBI, TBI)):
+        assert found.is_available()
+        assert found.device == torch.device("cpu") and found.kind == "cpu"
+        assert found.high_addresses is True and not found.can_pin
+        assert found.presentation is presentation
+        assert found.simulated is not None and presentation.description in found.simulated
+        assert found.fingerprint()["simulated"] == found.simulated
+    assert CPU.high_addresses is False and CPU.simulated is None
+    assert "simulated" not in CPU.fingerprint()
+
+
+def test_a_run_on_an_upper_half_backend_presents_addresses_only_inside_its_scope() -> None:
+    tensor = torch.zeros(4)
+    real = tensor.data_ptr()
+    with pytest.raises(KeyError), CPU_USM.running():
+        assert tensor.data_ptr() == USM.present(real) >= 2**63
+        raise KeyError("the check failed")
+    assert tensor.data_ptr() == real
+    assert torch.Tensor.data_ptr is torch._C.TensorBase.data_ptr
+    with CPU.running():
+        assert tensor.data_ptr() == real
+
+
+def test_the_execution_target_says_which_backends_are_simulated() -> None:
+    target = execution_target([CPU, CPU_USM, CPU_TBI])
+    assert target["backend"] == "cpu" and target["kind"] == "cpu"
+    assert target["simulated"] == {"cpu-usm": CPU_USM.simulated, "cpu-tbi": CPU_TBI.simulated}
+    assert execution_target([CPU])["simulated"] == {}
+    assert execution_target([CPU_TBI])["backend"] == "cpu-tbi"

@@ -15,9 +15,10 @@ def test_backends_lists_each_backend_with_why_it_is_missing(
 ) -> None:
     assert main(["backends"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == ["cpu", "cuda", "rocm", "xpu", "mps"]
-    assert lines[0].split()[1] == "available"
-    assert f"unavailable  torch {torch.__version__} has no XPU support" in lines[3]
+    names = ["cpu", "cpu-usm", "cpu-tbi", "cuda", "rocm", "xpu", "mps"]
+    assert [line.split()[0] for line in lines] == names
+    assert [line.split()[1] for line in lines[:3]] == ["available"] * 3
+    assert f"unavailable  torch {torch.__version__} has no XPU support" in lines[5]
 
 
 def test_backends_require_exits_1_naming_the_missing_backend(
@@ -45,11 +46,17 @@ def test_subjects_lists_the_builtin_ones_then_the_catalogue_marking_the_controls
 ) -> None:
     assert main(["subjects"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 9 + 10
-    by_default = [line.split()[0] for line in lines if "[control; must" in line]
-    assert by_default == ["int64/triton", "int64/torch", "int64/ctypes"]
+    assert len(lines) == 9 + 11
+    by_default = [line for line in lines if "[control; must" in line]
+    assert [line.split()[0] for line in by_default] == [
+        "int64/triton",
+        "int64/torch",
+        "int64/ctypes",
+    ]
+    assert all("; in the upper half also in batch_copy]" in line for line in by_default)
     catalogue = [line.split()[0] for line in lines if "[control; run with --controls" in line]
-    assert len(catalogue) == 10 and catalogue[0] == "float64"
+    assert len(catalogue) == 11 and catalogue[0] == "float64"
+    assert "48-bit-address" in catalogue
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,13 +16,16 @@ import torch
 from harness import controls
 from harness.addresses import HIGH_HALF, MAX_ADDRESS
 from harness.allocations import allocate
-from harness.backends import CpuBackend, CudaBackend
+from harness.backends import CpuBackend, CpuTbiBackend, CpuUsmBackend, CudaBackend, XpuBackend
 from harness.batches import Batch, Entry
+from harness.presentation import DeviceFault
 from harness.records import Outcome, Result
 from harness.subjects import AddressQueries, builtin_subjects
 from tests.scenario_runs import SCENARIOS, copy_scenarios, use_profile
 
 CPU = CpuBackend()
+USM = CpuUsmBackend()
+TBI = CpuTbiBackend()
 
 
 def _control(name: str) -> Any:
@@ -54,6 +57,7 @@ def test_the_catalogue_holds_the_int64_controls_and_every_known_mistake() -> Non
         "stage-past-capacity",
         "transfer-n-plus-one",
         "fixed-block-copy",
+        "48-bit-address",
     }
 
 
@@ -172,6 +176,51 @@ def test_the_unsynchronized_read_is_not_applicable_where_copies_are_synchronous(
     assert reason is not None and "cpu" in reason
     assert subject.unavailable_reason(CPU) == f"not applicable: {reason}"
     assert subject.not_applicable(CudaBackend()) is None or not CudaBackend().can_pin
+
+
+def _copy_one(subject: Any, backend: CpuBackend) -> tuple[Any, Any, Entry]:
+    """Stage, transfer and execute one real entry of 24 bytes on ``backend``, in its scope."""
+    with backend.running():
+        source = allocate(backend, numel=64, fill_seed=5)
+        target = allocate(backend, numel=64, fill_seed=6)
+        entry = Entry(source.address + 8, target.address + 16, 24, source, target)
+        subject.create(1, backend)
+        subject.stage(Batch((entry,)))
+        subject.transfer(1)
+        subject.execute(1)
+    return source, target, entry
+
+
+def test_the_48_bit_address_copy_is_exact_for_lower_half_addresses() -> None:
+    pytest.importorskip("triton")
+    source, target, _ = _copy_one(_control("48-bit-address"), CPU)
+    assert torch.equal(target.snapshot()[16:40], source.snapshot()[8:32])
+    assert target.guards_intact()
+
+
+# (Not named ``backend``: the plugin parametrizes arguments of that name.)
+@pytest.mark.parametrize("upper", [USM, TBI], ids=lambda b: b.name)
+def test_the_48_bit_address_copy_faults_at_the_address_it_made_from_an_upper_half_one(
+    upper: CpuBackend,
+) -> None:
+    pytest.importorskip("triton")
+    subject = _control("48-bit-address")
+    with pytest.raises(DeviceFault, match=r"load of 1 byte at 0x0000[0-9a-f]{12}, which is no"):
+        _copy_one(subject, upper)
+
+
+def test_the_48_bit_address_control_applies_only_where_real_addresses_are_high() -> None:
+    subject = _control("48-bit-address")
+    assert "lie in the lower half" in (subject.not_applicable(CPU) or "")
+    assert subject.not_applicable(CudaBackend()) is not None
+    assert [subject.not_applicable(b) for b in (USM, TBI, XpuBackend())] == [None] * 3
+
+
+def test_an_int64_control_must_also_fail_real_copies_in_the_upper_half() -> None:
+    subject = _control("int64/torch")
+    assert "batch_copy" not in controls.must_catch(subject, CPU)
+    assert "batch_copy" in controls.must_catch(subject, USM)
+    assert controls.must_catch(subject, USM) >= subject.exposed_by
 
 
 # -- verdicts and the table -------------------------------------------------------------------

@@ -70,7 +70,10 @@ class TestBackendOption:
         result = pytester.runpytest("--backend=bogus")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(
-            ["*argument --backend: unknown backend 'bogus'; known: cpu, cuda, rocm, xpu, mps*"]
+            [
+                "*argument --backend: unknown backend 'bogus'; known: cpu, cpu-usm, cpu-tbi, "
+                "cuda, rocm, xpu, mps*"
+            ]
         )
 
     def test_an_unknown_subject_is_a_usage_error_listing_the_known_ones(

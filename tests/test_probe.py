@@ -305,7 +305,7 @@ class TestProbeCommand:
     @pytest.mark.parametrize(
         ("argument", "says"),
         [
-            ("--backend=bogus", "ptrport: unknown backend 'bogus'; known: cpu, cuda"),
+            ("--backend=bogus", "ptrport: unknown backend 'bogus'; known: cpu, cpu-usm, cpu-tbi"),
             ("--backend=xpu", "ptrport: backend xpu is not available: torch "),
             ("--operations=no_such_module:OPS", "ptrport: operations 'no_such_module:OPS': "),
             ("--operations=harness.probe:VALUES", "not a sequence of harness.probe.Operation"),

@@ -326,6 +326,43 @@ def test_every_real_entry_copies_a_range_inside_both_of_its_allocations(batch: B
         assert entry.dst_allocation.contains(entry.dst, entry.nbytes), entry
 
 
+@pytest.mark.parametrize("alignment", [2, 8, 64])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_every_entry_keeps_to_a_contracts_size_and_alignment(
+    alignment: int, data: st.DataObject
+) -> None:
+    for executed in (True, False):
+        batch = data.draw(
+            copy_batches(CPU, min_entries=1, executed=executed, max_nbytes=100, alignment=alignment)
+        )
+        for entry in batch:
+            assert entry.nbytes <= 100
+            assert entry.src % alignment == 0 and entry.dst % alignment == 0, entry
+            if not entry.synthetic:
+                assert entry.src_allocation is not None and entry.dst_allocation is not None
+                assert entry.src_allocation.contains(entry.src, entry.nbytes)
+                assert entry.dst_allocation.contains(entry.dst, entry.nbytes)
+
+
+def test_a_contract_with_max_nbytes_0_still_gives_real_entries() -> None:
+    batch = find(
+        copy_batches(CPU, synthetic=False, max_nbytes=0, alignment=8),
+        lambda b: len(b) > 0,
+        settings=FOUND,
+    )
+    assert all(e.nbytes == 0 and not e.synthetic for e in batch)
+
+
+def test_an_unexecuted_batch_reaches_a_contracts_largest_size() -> None:
+    found = find(
+        copy_batches(CPU, real=False, executed=False, max_nbytes=2**31 - 1),
+        lambda b: any(e.nbytes == 2**31 - 1 for e in b),
+        settings=FOUND,
+    )
+    assert max(e.nbytes for e in found) == 2**31 - 1
+
+
 @settings(max_examples=30, deadline=None)
 @given(copy_batches(CPU, min_entries=2, synthetic=False))
 def test_no_two_ranges_of_real_entries_overlap(batch: Batch) -> None:
@@ -478,6 +515,9 @@ BAD_ARGUMENTS: list[Any] = [
     pytest.param(lambda: copy_batches(CPU, real=False, synthetic=False), id="nothing-to-generate"),
     pytest.param(lambda: copy_batches(CPU, min_entries=3, max_entries=1), id="min>max_entries"),
     pytest.param(lambda: copy_batches(CPU, min_entries=-1), id="min_entries=-1"),
+    pytest.param(lambda: copy_batches(CPU, max_nbytes=-1), id="max_nbytes=-1"),
+    pytest.param(lambda: copy_batches(CPU, max_nbytes=1.5), id="max_nbytes=1.5"),  # type: ignore[arg-type]
+    pytest.param(lambda: copy_batches(CPU, alignment=3), id="copy_batches-alignment=3"),
     pytest.param(lambda: copy_batches("cpu"), id="copy_batches-backend=str"),  # type: ignore[arg-type]
     pytest.param(lambda: copy_batches(NowhereBackend()), id="copy_batches-unavailable-backend"),
     pytest.param(
@@ -509,6 +549,10 @@ def test_bad_arguments_raise_invalid_argument_when_the_strategy_is_made(
             r"^Cannot have min_entries=3 > max_entries=1$",
         ),
         (lambda: addresses(classes=["nope"]), r"^Unknown address class 'nope'; known: uniform, "),
+        (
+            lambda: copy_batches(CPU, max_nbytes=-1),
+            r"^Cannot have max_nbytes=-1: it must be an int >= 0$",
+        ),
         (lambda: allocations(NowhereBackend()), r"^Cannot allocate on backend nowhere: there is"),
     ],
 )

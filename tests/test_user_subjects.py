@@ -18,6 +18,7 @@ import torch
 from harness.allocations import allocate
 from harness.backends import CpuBackend
 from harness.batches import Batch, Entry
+from harness.contracts import Contract
 from harness.errors import HarnessError, UnknownName, UnsafeDereference
 from harness.report import load_reports
 from harness.subjects import AddressQueries, builtin_subjects
@@ -505,7 +506,8 @@ class TestWorkedExample:
         fixed.stage(Batch(batch.entries[1:]))
         fixed.transfer(2)
         assert fixed.read_back(2) == [(HIGH, INTEL_ADDRESS, 0), (entry.src, entry.dst, 32)]
-        (copy,) = fixed.execute(2)
+        with CPU.running():  # where a check runs: its @triton.jit kernel is interpreted
+            (copy,) = fixed.execute(2)
         assert copy.nbytes == 32
         assert entry.src_allocation is not None and entry.dst_allocation is not None
         assert torch.equal(entry.dst_allocation.payload[8:40], entry.src_allocation.payload[:32])
@@ -519,14 +521,26 @@ class TestWorkedExample:
         with pytest.raises(OverflowError):
             broken.stage(Batch((Entry(HIGH, 0, 0),)))
 
-    def test_staging_past_the_capacity_is_refused(self, example: None) -> None:
+    def test_staging_past_the_capacity_is_refused_and_the_offset_stays(self, example: None) -> None:
         (fixed,) = select_subjects(f"{EXAMPLE_SPEC}:make_subject", builtin_subjects()).values()
         fixed.create(1, CPU)
         fixed.stage(Batch((Entry(1, 2, 3),)))
-        with pytest.raises(
-            ValueError, match="cannot stage 1 entries at offset 1: the capacity is 1"
-        ):
+        with pytest.raises(IndexError, match="index 1 is out of bounds"):
             fixed.stage(Batch((Entry(4, 5, 6),)))
+        assert fixed.inner.offset == 1
+
+    def test_it_is_the_engine_code_as_written_with_int32_sizes_declared(
+        self, example: None
+    ) -> None:
+        jit = pytest.importorskip("triton.runtime.jit")
+        module = importlib.import_module(EXAMPLE_SPEC)
+        assert isinstance(module.batch_memcpy_kernel, jit.JITFunction)
+        assert "interpreted_on_cpu" not in EXAMPLE.read_text()
+        (fixed,) = select_subjects(f"{EXAMPLE_SPEC}:make_subject", builtin_subjects()).values()
+        assert fixed.contract == Contract(max_nbytes=2**31 - 1)
+        fixed.create(2, CPU)
+        assert fixed.inner.sizes.cpu.dtype == torch.int32
+        assert fixed.inner.src_ptrs.cpu.dtype == torch.uint64
 
 
 # Inner runs happen in this process, so the profile they load is put back when they end.
@@ -574,6 +588,50 @@ class TestThroughThePlugin:
             assert found.outcome.value == "failed"
             assert found.message is not None and found.message.startswith("OverflowError")
             assert "0x8000000000000000" in json.dumps(found.example)
+
+    def test_the_example_fix_copies_real_entries_above_2_63_on_the_upper_half_backends(
+        self, user_run: pytest.Pytester
+    ) -> None:
+        pytest.importorskip("triton")
+        copy_scenarios(user_run, "test_batch_copy")
+        result = user_run.runpytest(
+            "--backend=cpu-usm,cpu-tbi",
+            f"--subject={EXAMPLE_SPEC}:make_subject",
+            "--platform-name=test-platform",
+        )
+        # Isolated (a user's subject): each check in a child, presenting addresses there.
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(["ptrport: batched-copy-buffers declares nbytes <= 0x7fffffff"])
+        (report,) = load_reports([user_run.path / "reports"])
+        assert report.run["contracts"] == {
+            "batched-copy-buffers": {"max_nbytes": 2**31 - 1, "alignment": 1}
+        }
+        copies = [r for r in report.results if r.scenario == "batch_copy"]
+        assert {r.backend for r in copies} == {"cpu-usm", "cpu-tbi"}
+        for found in copies:
+            assert found.outcome.value == "passed" and found.copied
+            for entry in found.copied:
+                assert int(entry["src"], 16) >= HIGH and int(entry["dst"], 16) >= HIGH
+                assert entry["nbytes"] > 0
+            top = 0xFF if found.backend == "cpu-usm" else 0xB4
+            assert {int(e["src"], 16) >> 56 for e in found.copied} == {top}
+
+    def test_the_example_bug_fails_a_plain_copy_of_real_tensors_on_cpu_usm(
+        self, user_run: pytest.Pytester
+    ) -> None:
+        pytest.importorskip("triton")
+        copy_scenarios(user_run, "test_batch_copy")
+        common = [f"--subject={EXAMPLE_SPEC}:broken", "--no-isolate", "--platform-name=p"]
+        user_run.runpytest("--backend=cpu", *common).assert_outcomes(passed=1)
+        result = user_run.runpytest("--backend=cpu-usm", *common)
+        result.assert_outcomes(failed=1)
+        (report,) = load_reports([user_run.path / "reports"])
+        (found,) = report.results
+        assert found.message is not None and found.message.startswith("OverflowError")
+        assert found.example is not None
+        (entry,) = found.example["batch"]["entries"]
+        assert entry["synthetic"] is False
+        assert int(entry["src"], 16) >= HIGH and int(entry["dst"], 16) >= HIGH
 
     @pytest.mark.parametrize(
         ("spec", "line"),

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import platforms
 from harness.platforms import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -322,7 +323,7 @@ def test_ci_runs_the_cpu_platforms_and_uploads_their_reports(ci: dict[str, Any])
     _, job = matrix_job(ci)
     envs = job["strategy"]["matrix"]["env"]
     assert envs == ["cpu", "cpu-latest"]
-    assert all(not KINDS[env].gpu and KINDS[env].backend == "cpu" for env in envs)
+    assert all(not KINDS[env].gpu and KINDS[env].backend == platforms.CPU_BACKENDS for env in envs)
     assert job["runs-on"] == "ubuntu-latest"
     assert 'tox -e "${{ matrix.env }}"' in runs(job)
     upload = one_step_using(job, "actions/upload-artifact")
