@@ -9,7 +9,7 @@ copy that writes past its entry's range changes them, and :meth:`Allocation.guar
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -36,11 +36,17 @@ class Allocation:
     offset: int = 0
     fill_seed: int = 0
     guard_nbytes: int = DEFAULT_GUARD_NBYTES
+    base: int = field(init=False)
+    """The buffer's ``data_ptr()`` when it was made: on an upper-half backend the presented
+    address, which stays the allocation's address when it is described after the check."""
+
+    def __post_init__(self) -> None:
+        self.base = int(self.buffer.data_ptr())
 
     @property
     def address(self) -> int:
         """The payload's first byte. (An empty tensor's ``data_ptr()`` is 0, so it is derived.)"""
-        return int(self.buffer.data_ptr()) + self.start
+        return self.base + self.start
 
     @property
     def end(self) -> int:

@@ -126,6 +126,8 @@ class Column:
     versions: dict[str, str]
     complete: bool
     totals: dict[str, int]
+    simulated: bool = False
+    """Whether the backend stands in for another kind of device (``cpu-usm``, ``cpu-tbi``)."""
 
     @property
     def name(self) -> str:
@@ -138,6 +140,7 @@ class Column:
             "versions": self.versions,
             "complete": self.complete,
             "totals": self.totals,
+            "simulated": self.simulated,
         }
 
 
@@ -302,6 +305,7 @@ def build_matrix(reports: Sequence[PlatformReport], *, known: KnownLookup | None
                     versions=_column_versions(report, backend),
                     complete=report.complete,
                     totals=totals(results),
+                    simulated=bool(_backend_entry(report, backend).get("simulated")),
                 )
             )
             for result in results:

@@ -68,7 +68,9 @@ def _idle_backends(matrix: Matrix, platform: Platform) -> dict[str, str]:
 
 
 def _main_versions(column: Column) -> list[str]:
-    return [f"{n} {column.versions[n]}" for n in MAIN_VERSIONS if column.versions.get(n)]
+    """What a column's header says under its name: simulated, and the main versions."""
+    shown = [f"{n} {column.versions[n]}" for n in MAIN_VERSIONS if column.versions.get(n)]
+    return ["simulated upper half", *shown] if column.simulated else shown
 
 
 def _all_versions(versions: dict[str, str]) -> list[str]:

@@ -308,3 +308,19 @@ def test_a_realistic_cpu_and_xpu_nightly_lines_up_check_by_check(tmp_path: Path)
         ("table_round_trip", "uint64/triton"),
         ("table_round_trip", "int64/torch"),
     ]
+
+
+def test_an_upper_half_backend_is_its_own_column_marked_simulated(tmp_path: Path) -> None:
+    usm = {**CPU, "simulated": "an upper-half device: CPU memory presented at real + ..."}
+    found = report(
+        tmp_path,
+        "cpu-x86-64",
+        [result("a::test_x"), result("a::test_x", on="cpu-usm")],
+        backends={"cpu": CPU, "cpu-usm": usm},
+    )
+    matrix = build_matrix([found])
+    assert [(c.name, c.simulated) for c in matrix.columns] == [
+        ("cpu-x86-64/cpu", False),
+        ("cpu-x86-64/cpu-usm", True),
+    ]
+    assert matrix.to_record()["columns"][1]["simulated"] is True

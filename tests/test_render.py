@@ -369,3 +369,18 @@ class TestJsonAndFiles:
         out = blocker / "matrix.md"
         with pytest.raises(RenderError, match=f"^{re.escape(str(out))}: cannot write it: "):
             write(_every_state(tmp_path), out)
+
+
+def test_a_simulated_column_says_so_under_its_name(tmp_path: Path) -> None:
+    usm = {**CPU, "simulated": "an upper-half device"}
+    found = report(
+        tmp_path,
+        "cpu-x86-64",
+        [result("a::test_x"), result("a::test_x", on="cpu-usm")],
+        backends={"cpu": CPU, "cpu-usm": usm},
+    )
+    matrix = build_matrix([found])
+    text = to_markdown(matrix)
+    assert "cpu\\-usm<br>simulated upper half" in text
+    assert text.count("simulated upper half") == 1
+    assert "simulated upper half" in to_html(matrix)

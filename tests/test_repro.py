@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from harness.allocations import allocate
-from harness.backends import CpuBackend
+from harness.backends import CpuBackend, CpuUsmBackend
 from harness.batches import Batch, Entry
 from harness.records import Outcome, Result, describe_example
 from harness.report import PlatformReport
@@ -133,6 +134,32 @@ def test_a_repro_of_a_batch_with_real_entries_runs_the_copy_again(tmp_path: Path
     done = _run(path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "'nbytes': 32" in done.stdout
+
+
+def test_a_repro_on_cpu_usm_rebuilds_real_entries_at_presented_addresses(tmp_path: Path) -> None:
+    usm = CpuUsmBackend()
+    with usm.running():
+        src = allocate(usm, dtype=torch.uint8, numel=64, fill_seed=1)
+        dst = allocate(usm, dtype=torch.uint8, numel=64, fill_seed=2)
+        batch = Batch((Entry(src.address + 8, dst.address, 32, src, dst),))
+        example = describe_example({"batch": batch})
+    assert int(example["batch"]["entries"][0]["src"], 16) >= 2**63
+    result = dataclasses.replace(
+        _result(
+            "int64/torch",
+            example,
+            body="harness.checks:real_entries_are_copied_exactly",
+            check="batch_copy::test_real_entries_are_copied_exactly",
+        ),
+        backend="cpu-usm",
+    )
+    path = tmp_path / "repro.py"
+    path.write_text(script(result, _report()))
+    done = _run(path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the same failure as reported" in done.stdout
+    rebuilt = done.stdout.split("as rebuilt here", 1)[1]
+    assert "'src': '0xffff" in rebuilt
 
 
 def test_a_repro_names_what_is_missing_when_it_cannot_run(tmp_path: Path) -> None:

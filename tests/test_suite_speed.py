@@ -10,6 +10,7 @@ import pytest
 
 from harness.records import Outcome
 from harness.report import scenario_speed
+from harness.summary import backend_table
 from tests.sample_reports import result
 from tests.scenario_runs import use_profile
 
@@ -28,6 +29,17 @@ def test_speed_adds_up_each_scenarios_results_slowest_first() -> None:
     assert list(speed) == ["slow", "fast"]
     assert speed["slow"] == {"results": 2, "wall_s": 4.0, "examples": 400, "examples_per_s": 100.0}
     assert speed["fast"]["examples_per_s"] == 100.0
+
+
+def test_the_summary_table_gives_each_backends_time_so_backends_of_a_run_compare() -> None:
+    timed = [
+        dataclasses.replace(result("a::test_x", on=on), duration_s=d)
+        for on, d in (("cpu", 1.25), ("cpu-usm", 2.0), ("cpu", 0.5))
+    ]
+    header, cpu, usm = backend_table(timed)
+    assert header.split()[-1] == "time"
+    assert cpu.split()[0] == "cpu" and cpu.endswith("1.8 s")
+    assert usm.split()[0] == "cpu-usm" and usm.endswith("2.0 s")
 
 
 def test_a_run_records_the_speed_of_each_scenario_and_prints_it(

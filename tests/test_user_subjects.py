@@ -632,6 +632,12 @@ class TestThroughThePlugin:
         (entry,) = found.example["batch"]["entries"]
         assert entry["synthetic"] is False
         assert int(entry["src"], 16) >= HIGH and int(entry["dst"], 16) >= HIGH
+        # Described after the check, the entry still lies inside its allocation, as a repro
+        # rebuilds it.
+        for side in ("src", "dst"):
+            allocation = entry[f"{side}_allocation"]
+            assert int(allocation["address"], 16) >= HIGH
+            assert 0 <= entry[f"{side}_offset"] <= allocation["nbytes"]
 
     @pytest.mark.parametrize(
         ("spec", "line"),
