@@ -132,11 +132,11 @@ class CpuBackend(Backend):
     presentation: Presentation = AS_IS
 
     def _unavailable_reason(self) -> str | None:
-        probe = torch.empty(1)
-        if self.presentation.limit <= probe.untyped_storage().data_ptr():
+        seen = torch.empty(1).untyped_storage().data_ptr()
+        if seen >= self.presentation.limit:
             return (
-                f"CPU addresses here (such as {probe.untyped_storage().data_ptr():#x}) lie above "
-                f"{self.presentation.limit:#x}, the highest {self.name} can present"
+                f"CPU addresses here (such as {seen:#x}) lie above {self.presentation.limit:#x}, "
+                f"the highest {self.name} can present"
             )
         return None
 

@@ -178,3 +178,14 @@ def expectations_file(directory: Path, text: str) -> Expectations:
     path = directory / "expectations.toml"
     path.write_text(text, encoding="utf-8")
     return load_expectations(path)
+
+
+def upper_half_report(directory: Path) -> PlatformReport:
+    """A CPU run whose one check ran on ``cpu`` and on the simulated ``cpu-usm``."""
+    usm = {**CPU, "simulated": "an upper-half device: CPU memory presented at real + ..."}
+    return report(
+        directory,
+        "cpu-x86-64",
+        [result("a::test_x"), result("a::test_x", on="cpu-usm")],
+        backends={"cpu": CPU, "cpu-usm": usm},
+    )

@@ -7,7 +7,17 @@ import json
 from pathlib import Path
 
 import pytest
-from sample_reports import CPU, HIGH_ADDRESS, NO_XPU, OVERFLOW, Known, document, report, result
+from sample_reports import (
+    CPU,
+    HIGH_ADDRESS,
+    NO_XPU,
+    OVERFLOW,
+    Known,
+    document,
+    report,
+    result,
+    upper_half_report,
+)
 
 from harness.matrix import Cell, CellState, Matrix, build_matrix
 from harness.records import Outcome, Result
@@ -311,14 +321,7 @@ def test_a_realistic_cpu_and_xpu_nightly_lines_up_check_by_check(tmp_path: Path)
 
 
 def test_an_upper_half_backend_is_its_own_column_marked_simulated(tmp_path: Path) -> None:
-    usm = {**CPU, "simulated": "an upper-half device: CPU memory presented at real + ..."}
-    found = report(
-        tmp_path,
-        "cpu-x86-64",
-        [result("a::test_x"), result("a::test_x", on="cpu-usm")],
-        backends={"cpu": CPU, "cpu-usm": usm},
-    )
-    matrix = build_matrix([found])
+    matrix = build_matrix([upper_half_report(tmp_path)])
     assert [(c.name, c.simulated) for c in matrix.columns] == [
         ("cpu-x86-64/cpu", False),
         ("cpu-x86-64/cpu-usm", True),

@@ -12,7 +12,17 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from sample_reports import CPU, HIGH_ADDRESS, NO_XPU, OVERFLOW, Known, document, report, result
+from sample_reports import (
+    CPU,
+    HIGH_ADDRESS,
+    NO_XPU,
+    OVERFLOW,
+    Known,
+    document,
+    report,
+    result,
+    upper_half_report,
+)
 
 from harness.matrix import Matrix, build_matrix
 from harness.records import Outcome, Result
@@ -372,14 +382,7 @@ class TestJsonAndFiles:
 
 
 def test_a_simulated_column_says_so_under_its_name(tmp_path: Path) -> None:
-    usm = {**CPU, "simulated": "an upper-half device"}
-    found = report(
-        tmp_path,
-        "cpu-x86-64",
-        [result("a::test_x"), result("a::test_x", on="cpu-usm")],
-        backends={"cpu": CPU, "cpu-usm": usm},
-    )
-    matrix = build_matrix([found])
+    matrix = build_matrix([upper_half_report(tmp_path)])
     text = to_markdown(matrix)
     assert "cpu\\-usm<br>simulated upper half" in text
     assert text.count("simulated upper half") == 1

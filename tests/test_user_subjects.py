@@ -498,15 +498,16 @@ class TestWorkedExample:
         self, example: None
     ) -> None:
         (fixed,) = select_subjects(f"{EXAMPLE_SPEC}:make_subject", builtin_subjects()).values()
-        real = _real_batch()
-        (entry,) = real.entries
-        batch = Batch((Entry(HIGH, INTEL_ADDRESS, 0), entry))
-        fixed.create(3, CPU)
-        fixed.stage(Batch(batch.entries[:1]))
-        fixed.stage(Batch(batch.entries[1:]))
-        fixed.transfer(2)
-        assert fixed.read_back(2) == [(HIGH, INTEL_ADDRESS, 0), (entry.src, entry.dst, 32)]
-        with CPU.running():  # where a check runs: its @triton.jit kernel is interpreted
+        # As in a check: its @triton.jit kernel is interpreted, and may touch only memory
+        # whose address was taken there.
+        with CPU.running():
+            (entry,) = _real_batch().entries
+            batch = Batch((Entry(HIGH, INTEL_ADDRESS, 0), entry))
+            fixed.create(3, CPU)
+            fixed.stage(Batch(batch.entries[:1]))
+            fixed.stage(Batch(batch.entries[1:]))
+            fixed.transfer(2)
+            assert fixed.read_back(2) == [(HIGH, INTEL_ADDRESS, 0), (entry.src, entry.dst, 32)]
             (copy,) = fixed.execute(2)
         assert copy.nbytes == 32
         assert entry.src_allocation is not None and entry.dst_allocation is not None
