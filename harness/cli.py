@@ -84,6 +84,7 @@ def _backends(args: argparse.Namespace) -> int:
         for backend in known.values():
             if backend.is_available():
                 state = f"available    {backend.device_model() or backend.device}"
+                state += f"; simulates {backend.simulated}" if backend.simulated else ""
             else:
                 state = f"unavailable  {backend.unavailable_reason}"
             print(f"{backend.name:<{width}}  {state}")
@@ -104,7 +105,10 @@ def _subjects(args: argparse.Namespace) -> int:
             where = ", ".join(sorted(subject.exposed_by))
             upper = ", ".join(sorted(subject.exposed_by_upper_half - subject.exposed_by))
             also = f"; in the upper half also in {upper}" if upper else ""
-            control = f"  [control{how}; must fail in {where}{also}]"
+            shows = (
+                f"; shows with {controls.exposing(subject)}" if controls.exposing(subject) else ""
+            )
+            control = f"  [control{how}; must fail in {where}{also}{shows}]"
         print(f"{subject.name:<{width}}  {subject.description}{control}")
     return 0
 

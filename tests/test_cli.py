@@ -18,6 +18,8 @@ def test_backends_lists_each_backend_with_why_it_is_missing(
     names = ["cpu", "cpu-usm", "cpu-tbi", "cuda", "rocm", "xpu", "mps"]
     assert [line.split()[0] for line in lines] == names
     assert [line.split()[1] for line in lines[:3]] == ["available"] * 3
+    assert "simulates" not in lines[0]
+    assert all("; simulates an upper-half device: CPU memory presented" in x for x in lines[1:3])
     assert f"unavailable  torch {torch.__version__} has no XPU support" in lines[5]
 
 
@@ -53,10 +55,13 @@ def test_subjects_lists_the_builtin_ones_then_the_catalogue_marking_the_controls
         "int64/torch",
         "int64/ctypes",
     ]
-    assert all("; in the upper half also in batch_copy]" in line for line in by_default)
+    assert all("; in the upper half also in batch_copy;" in line for line in by_default)
     catalogue = [line.split()[0] for line in lines if "[control; run with --controls" in line]
     assert len(catalogue) == 11 and catalogue[0] == "float64"
-    assert "48-bit-address" in catalogue
+    (forty_eight,) = [line for line in lines if line.startswith("48-bit-address ")]
+    assert (
+        "shows with a real entry at an upper-half address (cpu-usm, cpu-tbi, xpu)]" in forty_eight
+    )
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
