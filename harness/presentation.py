@@ -129,12 +129,12 @@ class DeviceMemory:
                 inside &= (found != hit) | self._still_there(int(starts[hit]))
         else:
             inside = np.zeros(real.shape, dtype=bool)
-        if not inside.all():
-            bad = int(np.flatnonzero(~inside)[0])
-            raise DeviceFault(
-                self._fault(int(presented.flat[bad]), bool(valid.flat[bad]), nbytes, access)
-                + (f" (and {int((~inside).sum()) - 1} more lanes)" if (~inside).sum() > 1 else "")
-            )
+        faults = np.flatnonzero(~inside)
+        if len(faults):
+            bad = int(faults[0])
+            more = f" (and {len(faults) - 1} more lanes)" if len(faults) > 1 else ""
+            fault = self._fault(int(presented.flat[bad]), bool(valid.flat[bad]), nbytes, access)
+            raise DeviceFault(fault + more)
         return real
 
     def _still_there(self, start: int) -> bool:
@@ -172,14 +172,6 @@ def active() -> DeviceMemory | None:
     return _scopes[-1] if _scopes else None
 
 
-def _presented_storage(storage: torch.UntypedStorage, memory: DeviceMemory) -> int:
-    real = _STORAGE_DATA_PTR(storage)
-    if real == 0 or storage.device.type != "cpu":
-        return real
-    memory.hand_out(storage, real)
-    return memory.presentation.present(real)
-
-
 def _tensor_data_ptr(tensor: torch.Tensor) -> int:
     real = _TENSOR_DATA_PTR(tensor)
     memory = active()
@@ -191,8 +183,12 @@ def _tensor_data_ptr(tensor: torch.Tensor) -> int:
 
 
 def _storage_data_ptr(storage: torch.UntypedStorage) -> int:
+    real = _STORAGE_DATA_PTR(storage)
     memory = active()
-    return _STORAGE_DATA_PTR(storage) if memory is None else _presented_storage(storage, memory)
+    if memory is None or real == 0 or storage.device.type != "cpu":
+        return real
+    memory.hand_out(storage, real)
+    return memory.presentation.present(real)
 
 
 _PATCHES: tuple[tuple[type, Callable[..., int]], ...] = (

@@ -108,7 +108,8 @@ def _run(self: JITFunction[Any], *args: Any, grid: Any, warmup: bool, **kwargs: 
 
 
 def _device_fault(exc: BaseException) -> DeviceFault | None:
-    """The device fault an interpreter error wraps, if it wraps one."""
+    """The device fault an interpreter error wraps, if it wraps one, as a new exception (the
+    same one raised from its own wrapper would be its own cause's cause)."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, DeviceFault):
