@@ -19,7 +19,7 @@ import torch
 from harness.addresses import to_unsigned
 from harness.backends import Backend
 from harness.batches import Batch
-from harness.engines import TRITON_BLOCK, AdmittedCopy, TorchEngine, TritonEngine, admit
+from harness.engines import AdmittedCopy, TorchEngine, TritonEngine, admit
 from harness.errors import CapacityExceeded
 from harness.records import Outcome, Result
 from harness.subjects import Subject, TableSubject, builtin_subjects
@@ -86,6 +86,14 @@ class ControlSubject(TableSubject):
         if sizes_dtype is not None:
             self.sizes_dtype = sizes_dtype
 
+    def unavailable_reason(self, backend: Backend) -> str | None:
+        reason = self.not_applicable(backend)
+        return f"not applicable: {reason}" if reason else super().unavailable_reason(backend)
+
+    def not_applicable(self, backend: Backend) -> str | None:
+        """Why this bug cannot show on ``backend``, if it cannot (``None``: it can)."""
+        return None
+
 
 class SignedOrder(ControlSubject):
     """Sorts an int64-bitcast column as it is: signed."""
@@ -116,12 +124,7 @@ class UnsynchronizedRead(ControlSubject):
 
     DELAY_CYCLES = 50_000_000
 
-    def unavailable_reason(self, backend: Backend) -> str | None:
-        reason = self.not_applicable(backend)
-        return f"not applicable: {reason}" if reason else super().unavailable_reason(backend)
-
     def not_applicable(self, backend: Backend) -> str | None:
-        """Why this bug cannot show on ``backend``, if it cannot."""
         if backend.device.type != "cuda":
             return (
                 f"host-to-device copies on {backend.name} complete before transfer() returns, "
@@ -200,33 +203,15 @@ class FortyEightBitCopy(ControlSubject):
 
     def __init__(self, name: str, description: str, **kwargs: Any) -> None:
         super().__init__(name, description, **kwargs)
-        self.engine = TritonEngine()
-
-    def unavailable_reason(self, backend: Backend) -> str | None:
-        reason = self.not_applicable(backend)
-        return f"not applicable: {reason}" if reason else super().unavailable_reason(backend)
+        self.engine = TritonEngine("batch_copy_48_bit_kernel")
 
     def not_applicable(self, backend: Backend) -> str | None:
-        """Why this bug cannot show on ``backend``, if it cannot."""
         if not backend.high_addresses:
             return (
                 f"real allocations on {backend.name} lie in the lower half, where a 48-bit "
                 "field holds their addresses whole"
             )
         return None
-
-    def execute(self, n: int) -> list[AdmittedCopy]:
-        from harness import triton_copy
-
-        copies = admit(self.table, n, self._registry)
-        if n:
-            table = self.table
-            columns = (table.src.device, table.dst.device, table.sizes.device)
-            kernel = triton_copy.batch_copy_48_bit_kernel
-            field = triton_copy.ADDRESS_FIELD
-            triton_copy.launch(kernel, (n,), *columns, BLOCK=TRITON_BLOCK, FIELD=field)
-            table.backend.synchronize()
-        return copies
 
 
 _CATALOGUE: tuple[Callable[[], Subject], ...] = (

@@ -139,7 +139,13 @@ class CtypesEngine:
 
 
 class TritonEngine:
+    """Launches ``kernel``, a batch copy kernel of :mod:`harness.triton_copy` taking the three
+    device columns and ``BLOCK``."""
+
     name = "triton"
+
+    def __init__(self, kernel: str = "batch_copy_kernel") -> None:
+        self.kernel = kernel
 
     def unavailable_reason(self, backend: Backend) -> str | None:
         if importlib.util.find_spec("triton") is None:
@@ -170,7 +176,8 @@ class TritonEngine:
         if n == 0:
             return copies
         columns = (table.src.device, table.dst.device, table.sizes.device)
-        triton_copy.launch(triton_copy.batch_copy_kernel, (n,), *columns, BLOCK=TRITON_BLOCK)
+        kernel = getattr(triton_copy, self.kernel)
+        triton_copy.launch(kernel, (n,), *columns, BLOCK=TRITON_BLOCK)
         return copies
 
 

@@ -6,7 +6,6 @@ launch here enters. Imported only where Triton is installed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import triton
@@ -39,17 +38,17 @@ def batch_copy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK: tl.constexpr):  # type: 
             tl.store(dst_bytes + offsets, tl.load(src_bytes + offsets, mask=mask), mask=mask)
 
 
-ADDRESS_FIELD = (1 << 48) - 1
+ADDRESS_FIELD: tl.constexpr = tl.constexpr((1 << 48) - 1)
 """The 48-bit address field of :func:`batch_copy_48_bit_kernel`: right for lower-half user-space
 and GPU addresses, which stay below ``2**47``; it drops the top 16 bits of every upper-half one."""
 
 
 @triton.jit  # type: ignore[untyped-decorator]
-def batch_copy_48_bit_kernel(src_ptrs, dst_ptrs, sizes, BLOCK: tl.constexpr, FIELD: tl.constexpr):  # type: ignore[no-untyped-def]
+def batch_copy_48_bit_kernel(src_ptrs, dst_ptrs, sizes, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
     entry = tl.program_id(0)
     nbytes = tl.load(sizes + entry)
-    src_bytes = (tl.load(src_ptrs + entry) & FIELD).to(tl.pointer_type(tl.uint8))
-    dst_bytes = (tl.load(dst_ptrs + entry) & FIELD).to(tl.pointer_type(tl.uint8))
+    src_bytes = (tl.load(src_ptrs + entry) & ADDRESS_FIELD).to(tl.pointer_type(tl.uint8))
+    dst_bytes = (tl.load(dst_ptrs + entry) & ADDRESS_FIELD).to(tl.pointer_type(tl.uint8))
     for start in range(0, nbytes, BLOCK):
         offsets = start + tl.arange(0, BLOCK)
         mask = offsets < nbytes
@@ -60,23 +59,6 @@ def launch(kernel: Any, grid: object, *args: object, **kwargs: object) -> None:
     """``kernel[grid](*args, **kwargs)``, interpreted where its tensors are on the CPU."""
     with cpu_launches():
         kernel[grid](*args, **kwargs)
-
-
-def interpreted_on_cpu(fn: Callable[..., object]) -> Any:
-    """``triton.jit`` for code written against ptrport 0.1, which needed this decorator to run a
-    kernel on CPU tensors: its launches now enter :func:`~harness.triton_cpu.cpu_launches`
-    themselves. A plain ``@triton.jit`` kernel runs on CPU tensors in every ptrport check."""
-    return _LaunchedOnCpu(triton.jit(fn))
-
-
-class _LaunchedOnCpu:
-    def __init__(self, kernel: Any) -> None:
-        self.kernel = kernel
-        self.fn = kernel.fn
-        self.__doc__ = self.fn.__doc__
-
-    def __getitem__(self, grid: object) -> Callable[..., None]:
-        return lambda *args, **kwargs: launch(self.kernel, grid, *args, **kwargs)
 
 
 def driver_backend() -> str:
