@@ -17,6 +17,7 @@ import torch
 from harness.addresses import to_hex
 from harness.backends import Backend
 from harness.errors import UnsafeDereference
+from harness.records import dtype_name
 
 GUARD_BYTE = 0xA5
 DEFAULT_GUARD_NBYTES = 64
@@ -95,10 +96,6 @@ class Allocation:
     def __repr__(self) -> str:
         dtype = dtype_name(self.dtype)
         return f"Allocation({to_hex(self.address)}, nbytes={self.nbytes}, dtype={dtype})"
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def dtype_from_name(name: str) -> torch.dtype:

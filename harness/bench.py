@@ -1,10 +1,9 @@
 """Benchmarks: how fast the harness's own address paths are on a backend, each against the
 floor the hardware sets for the same bytes (``ptrport bench``).
 
-Each :class:`Measurement` is data: a name, a size, a unit, the median and the spread (min and
-max) of repeated runs after warm-up, and a ``ratio`` against a named baseline that moves the same
-bytes the plainest way (baseline median time / measured median time: 1.0 is as fast as the
-baseline). Timed runs alternate between the baseline (each after an untimed one, so it starts
+Each benchmark makes a :class:`~harness.measurements.Measurement`: the median and spread of
+repeated runs after warm-up, and a ``ratio`` against a baseline that moves the same bytes the
+plainest way. Timed runs alternate between the baseline (each after an untimed one, so it starts
 warm) and the benchmark, so drift on a busy machine hits both alike.
 
 - ``staging.numpy``: :meth:`PointerTable.stage_arrays` of ``numpy.uint64`` arrays into a
@@ -22,10 +21,12 @@ warm) and the benchmark, so drift on a busy machine hits both alike.
 
 Host-only work is timed with ``time.perf_counter``; anything that touches a CUDA or XPU device
 with device events, after a synchronize, ending with one. Triton on CPU runs in its interpreter,
-which is slow: it gets at most :data:`INTERPRETED_REPEAT` repeats after one warm-up run.
+which is slow: it gets at most :data:`~harness.measurements.INTERPRETED_REPEAT` repeats after
+one warm-up run.
 
 The measurements go into the platform report as its optional ``benchmarks`` section
-(:func:`record`); ``ptrport report diff`` compares their ratios (:func:`measurements_of`).
+(:func:`section`, :func:`harness.measurements.record`); ``ptrport report diff`` compares their
+ratios (:func:`harness.measurements.measurements_of`).
 """
 
 from __future__ import annotations
@@ -36,37 +37,28 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from harness import schema
 from harness.allocations import Allocation, AllocationRegistry, allocate
 from harness.backends import Backend
 from harness.batches import Entry
 from harness.engines import ENGINES, Engine
 from harness.errors import HarnessError, exception_message
-from harness.report import (
-    SCHEMA_FILE,
-    PlatformReport,
-    ReportError,
-    load_report,
-    report_from_document,
-    write_report,
+from harness.measurements import (
+    DEFAULT_REPEAT,
+    ENTRIES_PER_S,
+    GBPS,
+    INTERPRETED_REPEAT,
+    WARMUP,
+    Measurement,
 )
 from harness.tables import UINT64, PointerTable
 
 GB = 1e9
 MIB = 1 << 20
-GBPS = "GB/s"
-ENTRIES_PER_S = "entries/s"
-WARMUP = 2
-"""Untimed runs of each subject and baseline before the timed ones."""
-INTERPRETED_REPEAT = 3
-"""At most this many timed runs (after one warm-up run) for Triton's interpreter."""
-DEFAULT_REPEAT = 10
 
 Work = Callable[[], object]
 
@@ -85,67 +77,6 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(table_entries=100_000, int_entries=10_000, batches=((4, MIB), (256, 256)))
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One benchmark on one backend: the median and spread of its repeated runs, in ``unit``,
-    and how it compares with its baseline."""
-
-    name: str
-    backend: str
-    size: str
-    """What was moved, e.g. ``4 x 4 MiB``; a diff compares measurements of one size only."""
-    unit: str
-    median: float
-    low: float
-    """The slowest run, in ``unit``."""
-    high: float
-    """The fastest run, in ``unit``."""
-    ratio: float
-    """Baseline median time / this median time: 1.0 is as fast as the baseline."""
-    baseline: str
-    baseline_median: float
-    """The baseline's median, in ``unit``."""
-    repeats: int
-    timer: str
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.backend, self.name, self.size)
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "backend": self.backend,
-            "size": self.size,
-            "unit": self.unit,
-            "median": self.median,
-            "min": self.low,
-            "max": self.high,
-            "ratio": self.ratio,
-            "baseline": self.baseline,
-            "baseline_median": self.baseline_median,
-            "repeats": self.repeats,
-            "timer": self.timer,
-        }
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Measurement:
-        return cls(
-            name=str(record["name"]),
-            backend=str(record["backend"]),
-            size=str(record["size"]),
-            unit=str(record["unit"]),
-            median=float(record["median"]),
-            low=float(record["min"]),
-            high=float(record["max"]),
-            ratio=float(record["ratio"]),
-            baseline=str(record["baseline"]),
-            baseline_median=float(record["baseline_median"]),
-            repeats=int(record["repeats"]),
-            timer=str(record["timer"]),
-        )
 
 
 # Timing
@@ -521,8 +452,6 @@ def notes(backend: Backend, repeat: int) -> list[str]:
 
 # The report's section
 
-SECTION_DEF = "benchmarks"
-
 
 def section(
     measurements: Sequence[Measurement], *, started: str, argv: Sequence[str], quick: bool
@@ -535,35 +464,3 @@ def section(
         "argv": list(argv),
         "measurements": [m.to_record() for m in measurements],
     }
-
-
-def _section_errors(value: Any) -> list[str]:
-    root = schema.load_schema(SCHEMA_FILE)
-    return schema.errors(value, {"$ref": f"#/$defs/{SECTION_DEF}", "$defs": root["$defs"]})
-
-
-def record(path: Path, new: dict[str, Any], backends: Iterable[str]) -> dict[str, Any]:
-    """Put the section ``new`` into the report at ``path``: its measurements replace those of
-    ``backends`` there, measurements of other backends stay; everything else in the report is
-    kept as it is. The document is validated before it atomically replaces the file; returns
-    the section as written."""
-    document = load_report(path).to_record()
-    benched = set(backends)
-    old = (document.get("benchmarks") or {}).get("measurements", [])
-    kept = [m for m in old if m["backend"] not in benched]
-    merged = {**new, "measurements": [*kept, *new["measurements"]]}
-    document["benchmarks"] = merged
-    report_from_document(document, path)
-    write_report(document, path.parent)
-    return merged
-
-
-def measurements_of(report: PlatformReport) -> list[Measurement]:
-    """The benchmark measurements in ``report``'s ``benchmarks`` section, none if it has none."""
-    held = report.benchmarks
-    if held is None:
-        return []
-    problems = _section_errors(held)
-    if problems:
-        raise ReportError(f"{report.path}: benchmarks: {problems[0]}")
-    return [Measurement.from_record(m) for m in held["measurements"]]

@@ -38,19 +38,11 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from harness import __version__, bench, controls, diff, local_matrix, probe, render, repro
-from harness.backends import Backend, load_backends, parse_backend_spec
+from harness import __version__, diff, local_matrix, measurements, render, repro
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
-from harness.fingerprint import (
-    check_platform_id,
-    execution_target,
-    platform_fingerprint,
-    resolve_platform_id,
-)
 from harness.matrix import build_matrix
 from harness.op_support import SCENARIO, Verdict, check_id
 from harness.records import Outcome, Result
@@ -65,12 +57,18 @@ from harness.report import (
     report_path,
     write_report,
 )
-from harness.subjects import builtin_subjects
+
+if TYPE_CHECKING:
+    from harness import probe
+    from harness.backends import Backend
 
 BAD_INPUT = 2
 
 
 def _backends(args: argparse.Namespace) -> int:
+    from harness.backends import load_backends
+    from harness.fingerprint import platform_fingerprint
+
     known = load_backends()
     missing = [name for name in args.require if name not in known]
     if missing:
@@ -95,6 +93,9 @@ def _backends(args: argparse.Namespace) -> int:
 
 
 def _subjects(args: argparse.Namespace) -> int:
+    from harness import controls
+    from harness.subjects import builtin_subjects
+
     default = builtin_subjects()
     subjects = default | controls.catalogue()
     width = max(len(name) for name in subjects)
@@ -141,6 +142,9 @@ def _controls(args: argparse.Namespace) -> int:
 def _report_target(args: argparse.Namespace) -> tuple[list[Backend], str]:
     """The backends ``--backend`` names (present where named explicitly) and the platform id
     their results are filed under, as a pytest run would choose them."""
+    from harness.backends import load_backends, parse_backend_spec
+    from harness.fingerprint import resolve_platform_id
+
     known = load_backends()
     backends = parse_backend_spec(args.backend, known).resolve_present(known)
     try:
@@ -175,6 +179,8 @@ def _unavailable(backend: Backend, operations: Sequence[probe.Operation]) -> lis
 def _check_existing_report(path: Path) -> None:
     """Refuse to put results into a report made with another torch: its fingerprint would
     name the wrong version for them."""
+    import torch
+
     if not path.exists():
         return
     torch_then = load_report(path).fingerprint.get("software", {}).get("torch")
@@ -201,6 +207,8 @@ def _new_report(
     args: argparse.Namespace, backends: list[Backend], platform_id: str, results: list[Result]
 ) -> Path:
     """A report of its own for a command's ``results`` (none for ``bench``), finished now."""
+    from harness.fingerprint import execution_target, platform_fingerprint
+
     finished = time.time()
     run = RunInfo(
         started=_iso(args.started),
@@ -224,6 +232,10 @@ def _new_report(
 
 
 def _probe(args: argparse.Namespace) -> int:
+    import torch
+
+    from harness import probe
+
     args.started = time.time()
     backends, platform_id = _report_target(args)
     operations = (
@@ -256,12 +268,16 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    import torch
+
+    from harness import bench
+
     args.started = time.time()
     backends, platform_id = _report_target(args)
     path = report_path(args.report_dir, platform_id)
     _check_existing_report(path)
     sizes = bench.QUICK if args.quick else bench.FULL
-    measured: list[bench.Measurement] = []
+    measured: list[measurements.Measurement] = []
     failures: list[bench.Failure] = []
 
     def failed(failure: bench.Failure) -> None:
@@ -278,7 +294,7 @@ def _bench(args: argparse.Namespace) -> int:
             continue
         print(
             f"{backend.name} ({backend.device_model() or backend.device}, torch "
-            f"{torch.__version__}): {args.repeat} repeats after {bench.WARMUP} warm-up runs"
+            f"{torch.__version__}): {args.repeat} repeats after {measurements.WARMUP} warm-up runs"
             f"{', quick sizes' if args.quick else ''}"
         )
         print(bench.table_row(bench.HEADER), flush=True)
@@ -298,7 +314,7 @@ def _bench(args: argparse.Namespace) -> int:
     if not path.exists():
         _new_report(args, backends, platform_id, [])
     found = bench.section(measured, started=_iso(args.started), argv=args.argv, quick=args.quick)
-    bench.record(path, found, benched)
+    measurements.record(path, found, benched)
     print(f"ptrport: recorded {len(measured)} benchmarks in {path}")
     for failure in failures:
         print(f"ptrport: {failure.describe()}", file=sys.stderr)
@@ -310,6 +326,8 @@ def _iso(timestamp: float) -> str:
 
 
 def _platform_name(value: str) -> str:
+    from harness.fingerprint import check_platform_id
+
     try:
         return check_platform_id(value)
     except ValueError as exc:
@@ -509,10 +527,11 @@ def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     bench_.add_argument(
         "--repeat",
         type=_repeat,
-        default=bench.DEFAULT_REPEAT,
+        default=measurements.DEFAULT_REPEAT,
         metavar="N",
-        help=f"timed runs of each measurement after warm-up (default: {bench.DEFAULT_REPEAT}; "
-        f"Triton's interpreter on CPU: at most {bench.INTERPRETED_REPEAT})",
+        help="timed runs of each measurement after warm-up (default: "
+        f"{measurements.DEFAULT_REPEAT}; Triton's interpreter on CPU: at most "
+        f"{measurements.INTERPRETED_REPEAT})",
     )
     bench_.add_argument(
         "--quick", action="store_true", help="smaller tables and batches (a tenth or so)"

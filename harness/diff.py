@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness import op_support
-from harness.bench import Measurement, measurements_of
 from harness.expectations import Expectation, Expectations
 from harness.markup import markdown_text
+from harness.measurements import Measurement, measurements_of
 from harness.records import Outcome, Result
 from harness.report import PlatformReport, by_platform
 

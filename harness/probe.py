@@ -569,14 +569,10 @@ def load_operations(spec: str) -> tuple[Operation, ...]:
     """The catalogue that ``spec`` (``package.module:attribute``) names: a sequence of
     :class:`Operation` with distinct ids. The current directory is importable, as it is for
     ``python -m``."""
-    parts = named.split(spec)
-    if parts is None:
-        raise CatalogueError(f"operations {spec!r}: name them as package.module:attribute")
-    module_name, attribute = parts
     try:
-        found: object = getattr(named.import_here(module_name), attribute)
-    except Exception as exc:
-        raise CatalogueError(f"operations {spec!r}: {exception_message(exc)}") from None
+        found = named.load(spec, "operation catalogue")
+    except named.LoadError as exc:
+        raise CatalogueError(str(exc)) from None
     if isinstance(found, str | bytes) or not isinstance(found, Sequence):
         raise CatalogueError(f"operations {spec!r}: not a sequence of harness.probe.Operation")
     operations = tuple(found)

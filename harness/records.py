@@ -1,19 +1,21 @@
 """Results: the outcome of one check for one subject on one backend, as plain data.
 
 Nothing here knows about pytest; the plugin turns its reports into :class:`Result` values.
+Reports are read where neither torch nor numpy is installed, so this imports neither.
 """
 
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from harness.addresses import to_hex
-from harness.allocations import dtype_name
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Outcome(enum.StrEnum):
@@ -116,6 +118,17 @@ class Result:
         return (self.check, self.subject, self.backend)
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """How reports name a torch dtype: ``float16``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _is_dtype(value: Any) -> bool:
+    # Looked up, not imported: a dtype exists only where torch is loaded already.
+    loaded = sys.modules.get("torch")
+    return loaded is not None and isinstance(value, loaded.dtype)
+
+
 def _is_address_key(key: str) -> bool:
     lowered = key.lower()
     return "address" in lowered or lowered in ("src", "dst") or lowered.endswith("_ptr")
@@ -131,7 +144,7 @@ def describe(value: Any, key: str = "") -> Any:
         return value
     if isinstance(value, int):
         return to_hex(value) if _is_address_key(key) and value >= 0 else value
-    if isinstance(value, torch.dtype):
+    if _is_dtype(value):
         return dtype_name(value)
     if isinstance(value, Mapping):
         return {str(k): describe(v, str(k)) for k, v in value.items()}

@@ -4,11 +4,13 @@ Written incrementally: when the first result arrives, ``<id>.json`` is written m
 incomplete, and each result is appended to the journal ``<id>.results.jsonl`` beside it; at the
 end the full report replaces ``<id>.json`` atomically and the journal goes. A run that is
 killed leaves the incomplete report and the journal, and :func:`load_report` reads both.
-:func:`replace_scenario_results` swaps one scenario's results in a report (``ptrport probe``).
+:func:`rewrite_report` changes a report in place (``ptrport probe`` swaps one scenario's results,
+``ptrport bench`` its benchmarks section).
 Every read is validated against ``harness/schemas/report-1.schema.json``; a file that does not
 fit is refused with :class:`ReportError`, one line naming the file and the problem.
 
-Pure: records in, files out; no pytest. The layout is documented in ``reports/README.md``.
+Pure: records in, files out; no pytest, torch or numpy (reports are read where none is
+installed). The layout is documented in ``reports/README.md``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -445,30 +447,44 @@ def _with_journal(report: PlatformReport) -> PlatformReport:
     )
 
 
+def rewrite_report(
+    path: Path, change: Callable[[PlatformReport], PlatformReport]
+) -> PlatformReport:
+    """Replace the report at ``path`` with ``change`` of it as read, journal included; return
+    the report as written.
+
+    The new document is validated, then replaces the file at ``path`` atomically (whatever
+    platform id it holds). A journal beside an unfinished report is folded into the file and
+    removed, so that its results survive and ones ``change`` replaced do not come back from it.
+    Raises :class:`ReportError` for a file that cannot be read or a change that does not fit
+    the schema."""
+    new = change(load_report(path))
+    document = new.to_record()
+    report_from_document(document, path)
+    write_json_atomically(path, document)
+    journal_path(path).unlink(missing_ok=True)
+    return new
+
+
 def replace_scenario_results(
     path: Path, scenario: str, backends: Collection[str], results: Sequence[Result]
 ) -> PlatformReport:
     """Replace the results of ``scenario`` on ``backends`` in the report at ``path`` with
-    ``results``, keeping every other result as it was; return the report as written.
-
-    The new document is validated, then replaces the file atomically. A journal beside an
-    unfinished report is folded into the file and removed, so that its results survive and
-    the replaced ones do not come back from it. Raises :class:`ReportError` for a file that
-    cannot be read, and ``ValueError`` for ``results`` of another scenario or backend."""
+    ``results``, keeping every other result as it was (:func:`rewrite_report`); return the
+    report as written. Raises :class:`ReportError` for a file that cannot be read, and
+    ``ValueError`` for ``results`` of another scenario or backend."""
     stray = [r for r in results if r.scenario != scenario or r.backend not in backends]
     if stray:
         raise ValueError(
             f"result {stray[0].check} on {stray[0].backend} is not of scenario {scenario!r} "
             f"on {', '.join(sorted(backends))}"
         )
-    old = load_report(path)
-    kept = [r for r in old.results if r.scenario != scenario or r.backend not in backends]
-    new = replace(old, results=(*kept, *results))
-    document = new.to_record()
-    report_from_document(document, path)
-    write_json_atomically(path, document)
-    journal_path(path).unlink(missing_ok=True)
-    return new
+
+    def with_results(old: PlatformReport) -> PlatformReport:
+        kept = [r for r in old.results if r.scenario != scenario or r.backend not in backends]
+        return replace(old, results=(*kept, *results))
+
+    return rewrite_report(path, with_results)
 
 
 MATRIX_SCHEMA = "ptrport.matrix/1"

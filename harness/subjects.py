@@ -8,7 +8,6 @@ and the scenarios in their ``exposed_by`` must catch it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -19,7 +18,7 @@ from harness.backends import Backend
 from harness.batches import Batch
 from harness.contracts import FULL_RANGE, Contract
 from harness.engines import ENGINES, AdmittedCopy, Engine
-from harness.errors import HarnessError, UnknownName
+from harness.errors import HarnessError
 from harness.tables import ENCODINGS, SIZES_DTYPE, Encoding, PointerTable
 
 
@@ -144,15 +143,3 @@ def builtin_subjects() -> dict[str, TableSubject]:
     ordered = sorted(ENCODINGS.values(), key=lambda e: e.control)
     subjects = (TableSubject(enc, eng) for enc in ordered for eng in ENGINES.values())
     return {s.name: s for s in subjects}
-
-
-def parse_subject_spec(spec: str, known: Iterable[str]) -> tuple[str, ...]:
-    """Parse ``--subject``: comma-separated names."""
-    known_names = list(known)
-    names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
-    if not names:
-        raise UnknownName(f"no subject named; known: {', '.join(known_names)}")
-    for name in names:
-        if name not in known_names:
-            raise UnknownName(f"unknown subject {name!r}; known: {', '.join(known_names)}")
-    return names

@@ -52,7 +52,6 @@ synthetic address to user code that would dereference it.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.metadata
 import operator
@@ -185,23 +184,10 @@ def select_subjects(spec: str | None, builtin: Mapping[str, Subject]) -> dict[st
 
 def load_factory(spec: str) -> Callable[[], object]:
     """The callable ``module:attr`` names; the directory pytest runs in is importable."""
-    parts = named.split(spec)
-    if parts is None:
-        raise SubjectError(f"subject factory {spec!r} must be given as module:factory")
-    module_name, attribute = parts
     try:
-        module = named.import_here(module_name)
-    except Exception as exc:
-        raise SubjectError(
-            f"cannot import subject factory {spec!r}: {exception_message(exc)}"
-        ) from None
-    try:
-        factory: object = functools.reduce(getattr, attribute.split("."), module)
-    except AttributeError:
-        raise SubjectError(
-            f"cannot load subject factory {spec!r}: "
-            f"module {module_name!r} has no attribute {attribute!r}"
-        ) from None
+        factory = named.load(spec, "subject factory")
+    except named.LoadError as exc:
+        raise SubjectError(str(exc)) from None
     if not callable(factory):
         raise SubjectError(
             f"subject factory {spec!r} is not callable: it is of type {type(factory).__name__}"

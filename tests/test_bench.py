@@ -16,13 +16,21 @@ from sample_reports import CPU_TARGET, document, result
 
 from harness import bench, schema
 from harness.backends import CpuBackend
-from harness.bench import Measurement, Sizes
+from harness.bench import Sizes
 from harness.cli import main
 from harness.diff import diff_reports, to_markdown
 from harness.engines import ENGINES
 from harness.errors import HarnessError
 from harness.expectations import Expectations
 from harness.matrix import build_matrix
+from harness.measurements import (
+    ENTRIES_PER_S,
+    GBPS,
+    INTERPRETED_REPEAT,
+    Measurement,
+    measurements_of,
+    section_errors,
+)
 from harness.records import Outcome
 from harness.report import load_report, load_reports, write_report
 
@@ -52,7 +60,7 @@ class TestMeasurements:
             assert m.median > 0 and m.baseline_median > 0 and m.ratio > 0, m
             assert 0 < m.low <= m.median <= m.high, m
             assert m.backend == "cpu" and m.baseline and m.repeats >= 1
-            assert m.unit in (bench.GBPS, bench.ENTRIES_PER_S)
+            assert m.unit in (GBPS, ENTRIES_PER_S)
             assert m.timer == "time.perf_counter"
 
     def test_staging_transfer_and_each_engine_on_each_batch_are_measured(
@@ -65,7 +73,7 @@ class TestMeasurements:
             ("transfer", "2000 entries"),
             *((f"execute.{e}", size) for e in CPU_ENGINES for size in BATCHES),
         ]
-        assert {m.name: m.unit for m in measured}["staging.python_ints"] == bench.ENTRIES_PER_S
+        assert {m.name: m.unit for m in measured}["staging.python_ints"] == ENTRIES_PER_S
         assert {m.name: m.baseline for m in measured}["staging.numpy"] == "numpy.copyto"
 
     def test_triton_s_interpreter_gets_few_repeats_and_says_so(self) -> None:
@@ -73,7 +81,7 @@ class TestMeasurements:
             pytest.skip("triton is not installed")
         found = bench.measure(CPU, sizes=replace(TINY, batches=((1, 256),)), repeat=7)
         repeats = {m.name: m.repeats for m in found}
-        assert repeats["execute.triton"] == bench.INTERPRETED_REPEAT
+        assert repeats["execute.triton"] == INTERPRETED_REPEAT
         assert repeats["execute.torch"] == 7
         assert any("interpreter" in note for note in bench.notes(CPU, 7))
 
@@ -88,7 +96,7 @@ class TestMeasurements:
     ) -> None:
         section = bench.section(measured, started="2026-12-02T00:00:00+00:00", argv=[], quick=True)
         root = schema.load_schema("report-1")
-        assert bench._section_errors(section) == []
+        assert section_errors(section) == []
         jsonschema.validate(section, {"$ref": "#/$defs/benchmarks", "$defs": root["$defs"]})
         assert [Measurement.from_record(r) for r in section["measurements"]] == measured
 
@@ -200,7 +208,7 @@ class TestBenchCommand:
         keys = [m.key for m in found]
         assert len(keys) == len(set(keys)), "the second run replaced the first one's"
         assert sum(m.backend == "cpu" for m in found) == 3 + 2 * len(CPU_ENGINES)
-        assert bench.measurements_of(load_report(path)) == found
+        assert measurements_of(load_report(path)) == found
 
     def test_a_benchmark_that_raises_is_listed_the_others_recorded_and_the_exit_is_1(
         self,
@@ -221,7 +229,7 @@ class TestBenchCommand:
             f"ptrport: transfer -1 entries on cpu: {problem}",
         ]
         written = load_report(tmp_path / "lab-1.json")
-        names = {m.name for m in bench.measurements_of(written)}
+        names = {m.name for m in measurements_of(written)}
         assert names == {"staging.python_ints", *(f"execute.{e}" for e in CPU_ENGINES)}
 
     def test_a_probe_afterwards_keeps_the_benchmarks(self, tmp_path: Path) -> None:
@@ -269,7 +277,7 @@ def _measurement(ratio: float, *, name: str = "execute.torch") -> Measurement:
         name=name,
         backend="cpu",
         size="4 x 4 MiB",
-        unit=bench.GBPS,
+        unit=GBPS,
         median=20.0 * ratio,
         low=18.0 * ratio,
         high=21.0 * ratio,

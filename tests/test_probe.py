@@ -307,7 +307,11 @@ class TestProbeCommand:
         [
             ("--backend=bogus", "ptrport: unknown backend 'bogus'; known: cpu, cpu-usm, cpu-tbi"),
             ("--backend=xpu", "ptrport: backend xpu is not available: torch "),
-            ("--operations=no_such_module:OPS", "ptrport: operations 'no_such_module:OPS': "),
+            (
+                "--operations=no_such_module:OPS",
+                "ptrport: cannot import operation catalogue 'no_such_module:OPS': "
+                "ModuleNotFoundError: No module named 'no_such_module'",
+            ),
             ("--operations=harness.probe:VALUES", "not a sequence of harness.probe.Operation"),
         ],
     )

@@ -15,8 +15,9 @@ from harness.allocations import allocate
 from harness.backends import CpuBackend, CpuUsmBackend
 from harness.batches import Batch, Entry
 from harness.records import Outcome, Result, describe_example
+from harness.replay import ReplayData, rebuild
 from harness.report import PlatformReport
-from harness.repro import ReplayData, ReproError, rebuild, script, select, write_scripts
+from harness.repro import ReproError, script, select, write_scripts
 
 CPU = CpuBackend()
 INT64_FAILURE = {"src": "0x0000000000000000", "dst": "0x8000000000000000", "nbytes": 0}
@@ -168,7 +169,10 @@ def test_a_repro_names_what_is_missing_when_it_cannot_run(tmp_path: Path) -> Non
     path.write_text(script(result, _report()))
     done = _run(path)
     assert done.returncode == 2
-    assert "cannot import the check body harness.checks:no_such_check" in done.stdout
+    assert (
+        "cannot load check body 'harness.checks:no_such_check': module 'harness.checks' has no "
+        "attribute 'no_such_check'" in done.stdout
+    )
 
 
 def test_select_needs_a_failure_and_names_the_candidates_when_several_match() -> None:

@@ -11,8 +11,8 @@ from harness.allocations import allocate
 from harness.backends import CpuBackend, CudaBackend
 from harness.batches import Batch, Entry
 from harness.engines import ENGINES
-from harness.errors import HarnessError, UnknownName, UnsafeDereference
-from harness.subjects import TableSubject, builtin_subjects, parse_subject_spec
+from harness.errors import HarnessError, UnsafeDereference
+from harness.subjects import TableSubject, builtin_subjects
 from harness.tables import ENCODINGS, INT64, UINT64, PointerTable
 
 CPU = CpuBackend()
@@ -147,41 +147,6 @@ def test_a_subject_is_unavailable_where_its_engine_is() -> None:
 
 def test_a_subjects_repr_names_it() -> None:
     assert repr(builtin_subjects()["int64-bitcast/triton"]) == "<subject int64-bitcast/triton>"
-
-
-@pytest.mark.parametrize(
-    ("spec", "expected"),
-    [
-        ("uint64/torch", ("uint64/torch",)),
-        ("uint64/torch,int64/ctypes", ("uint64/torch", "int64/ctypes")),
-        (" uint64/torch , int64/ctypes ", ("uint64/torch", "int64/ctypes")),
-        ("uint64/torch,uint64/torch", ("uint64/torch",)),
-        ("uint64/torch,", ("uint64/torch",)),
-    ],
-)
-def test_parse_subject_spec_returns_the_names_in_order_once_each(
-    spec: str, expected: tuple[str, ...]
-) -> None:
-    assert parse_subject_spec(spec, ALL_NAMES) == expected
-
-
-def test_an_unknown_subject_name_lists_the_known_ones() -> None:
-    with pytest.raises(UnknownName) as raised:
-        parse_subject_spec("uint64/torch,uint32/torch", ALL_NAMES)
-    message = str(raised.value)
-    assert "'uint32/torch'" in message
-    assert f"known: {', '.join(ALL_NAMES)}" in message
-
-
-@pytest.mark.parametrize("spec", ["", " ", ",", " , "])
-def test_an_empty_subject_spec_raises_and_lists_the_known_ones(spec: str) -> None:
-    with pytest.raises(UnknownName, match="no subject named; known: uint64/triton"):
-        parse_subject_spec(spec, ALL_NAMES)
-
-
-def test_parse_subject_spec_accepts_any_iterable_of_known_names() -> None:
-    assert parse_subject_spec("int64/torch", builtin_subjects()) == ("int64/torch",)
-    assert parse_subject_spec("int64/torch", iter(ALL_NAMES)) == ("int64/torch",)
 
 
 def test_executing_through_a_subject_copies_float_payloads_bit_for_bit() -> None:

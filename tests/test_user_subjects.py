@@ -237,8 +237,11 @@ class TestSelectSubjects:
                 "subject from 'subjects_under_test:make_clash' is named 'uint64/torch', like a "
                 "built-in subject; give it another name",
             ),
-            (":make", "subject factory ':make' must be given as module:factory"),
-            ("subjects_under_test:", "subject factory 'subjects_under_test:' must be given as "),
+            (":make", "subject factory ':make' must be given as module:attribute"),
+            (
+                "subjects_under_test:",
+                "subject factory 'subjects_under_test:' must be given as module:attribute",
+            ),
         ],
         ids=[
             "missing-module",
