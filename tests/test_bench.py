@@ -29,10 +29,18 @@ from harness.measurements import (
     INTERPRETED_REPEAT,
     Measurement,
     measurements_of,
+    record,
     section_errors,
 )
 from harness.records import Outcome
-from harness.report import load_report, load_reports, write_report
+from harness.report import (
+    RUNNING,
+    journal_path,
+    load_report,
+    load_reports,
+    write_json_atomically,
+    write_report,
+)
 
 CPU = CpuBackend()
 TINY = Sizes(table_entries=2000, int_entries=200, batches=((2, 64 * 1024), (32, 256)))
@@ -294,6 +302,23 @@ def _benched(directory: Path, *measurements: Measurement) -> Path:
     found = document("lab-1", [result(CHECK)])
     found["benchmarks"] = bench.section(list(measurements), started="now", argv=[], quick=False)
     return write_report(found, directory)
+
+
+class TestRecording:
+    def test_it_writes_the_report_it_was_given_and_folds_in_a_killed_run_s_journal(
+        self, tmp_path: Path
+    ) -> None:
+        # Named otherwise than by its platform id, as a copied or downloaded report is.
+        path = tmp_path / "copied.json"
+        write_json_atomically(path, document("lab-1", [result(CHECK)], status=RUNNING))
+        later = result(CHECK, Outcome.XFAILED, subject="int64/torch")
+        journal_path(path).write_text(json.dumps(later.to_record()) + "\n")
+        section = bench.section([_measurement(1.0)], started="now", argv=[], quick=True)
+        assert record(path, section, ["cpu"]) == section
+        assert [p.name for p in tmp_path.iterdir()] == ["copied.json"]
+        written = load_report(path)
+        assert written.results == (result(CHECK), later)
+        assert measurements_of(written) == [_measurement(1.0)]
 
 
 class TestPerformanceRegressions:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,14 @@ from harness.report import (
     INTERRUPTED,
     RUNNING,
     SCHEMA,
+    PlatformReport,
     ReportError,
     ReportWriter,
     journal_path,
     load_report,
+    rewrite_report,
     totals,
+    write_json_atomically,
     write_report,
 )
 
@@ -198,6 +202,40 @@ class TestWriting:
         text = journal.read_text()
         journal.write_text(text[: len(text) - 40])
         assert load_report(writer.path).results == (RESULTS[0],)
+
+
+class TestRewriting:
+    def _killed(self, path: Path) -> Path:
+        """A report of ``lab-1`` killed after its first result, at ``path`` (named otherwise
+        than by its platform id), the second result in its journal."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomically(path, document("lab-1", RESULTS[:1], status=RUNNING))
+        journal_path(path).write_text(json.dumps(RESULTS[1].to_record()) + "\n")
+        return path
+
+    def test_it_writes_the_path_given_and_folds_the_journal_in(self, tmp_path: Path) -> None:
+        path = self._killed(tmp_path / "night" / "copied.json")
+        seen: list[tuple[Result, ...]] = []
+
+        def change(report: PlatformReport) -> PlatformReport:
+            seen.append(report.results)
+            return replace(report, benchmarks=None, results=report.results[::-1])
+
+        written = rewrite_report(path, change)
+        assert seen == [tuple(RESULTS)]
+        assert sorted(p.name for p in path.parent.iterdir()) == ["copied.json"]
+        assert load_report(path) == written
+        assert written.results == tuple(RESULTS[::-1])
+        assert written.complete is False
+
+    def test_a_change_that_does_not_fit_the_schema_leaves_file_and_journal(
+        self, tmp_path: Path
+    ) -> None:
+        path = self._killed(tmp_path / "copied.json")
+        before = path.read_bytes(), journal_path(path).read_bytes()
+        with pytest.raises(ReportError, match=r"copied.json: .*benchmarks"):
+            rewrite_report(path, lambda report: replace(report, benchmarks={"measured": 1}))
+        assert (path.read_bytes(), journal_path(path).read_bytes()) == before
 
 
 class TestRefusals:

@@ -1,0 +1,203 @@
+"""Reading reports needs no torch: the report tooling imports none of torch, numpy, pytest,
+triton or hypothesis, and ``ptrport report`` and ``ptrport matrix --no-run`` work where none of
+them can be imported (the ``report`` tox environment, a CI job that only merges JSON)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sample_reports import OVERFLOW, document, result
+
+from harness.measurements import GBPS, Measurement
+from harness.records import Outcome
+from harness.report import write_report
+
+HEAVY = ("torch", "numpy", "pytest", "triton", "hypothesis")
+LIGHT = (
+    "harness.cli",
+    "harness.diff",
+    "harness.errors",
+    "harness.expectations",
+    "harness.local_matrix",
+    "harness.markup",
+    "harness.matrix",
+    "harness.measurements",
+    "harness.named",
+    "harness.op_support",
+    "harness.platforms",
+    "harness.records",
+    "harness.render",
+    "harness.report",
+    "harness.repro",
+    "harness.schema",
+    "harness.summary",
+)
+"""Every module on the path of ``ptrport report ...`` and ``ptrport matrix --no-run``."""
+
+COPY = "batch_copy::test_real_entries_are_copied_exactly"
+ROUND_TRIP = "table_round_trip::test_an_entry_reads_back_bit_exact"
+EXAMPLE = {"src": "0x0000000000000000", "dst": "0x8000000000000000", "nbytes": 0}
+
+
+@pytest.mark.parametrize("module", LIGHT)
+def test_the_module_imports_no_heavy_package(module: str) -> None:
+    code = (
+        f"import importlib, json, sys; importlib.import_module({module!r}); "
+        f"print(json.dumps(sorted(set({HEAVY!r}) & set(sys.modules))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [], f"import {module} loads them"
+
+
+@pytest.fixture
+def blocked(tmp_path: Path) -> dict[str, str]:
+    """An environment in which each heavy package is a stand-in that refuses to import, ahead
+    of the installed one, as if it were not installed."""
+    directory = tmp_path / "blocked"
+    for name in HEAVY:
+        package = directory / name
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text(
+            f"raise ModuleNotFoundError('{name} is not installed here', name={name!r})\n"
+        )
+    path = os.pathsep.join(p for p in (str(directory), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def _ptrport(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``ptrport ARGS`` in ``env``, from the directory that holds the blocked packages (so
+    that no file of this checkout, such as its expectations, is read by default)."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *map(str, args)],
+        cwd=Path(env["PYTHONPATH"].split(os.pathsep)[0]),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _benchmarks(ratio: float) -> dict[str, object]:
+    measured = Measurement(
+        name="execute.torch",
+        backend="cpu",
+        size="4 x 4 MiB",
+        unit=GBPS,
+        median=20.0 * ratio,
+        low=18.0 * ratio,
+        high=21.0 * ratio,
+        ratio=ratio,
+        baseline="Tensor.copy_",
+        baseline_median=20.0,
+        repeats=10,
+        timer="time.perf_counter",
+    )
+    return {
+        "measured": "2026-12-02T00:00:00+00:00",
+        "torch": "2.13.0+cpu",
+        "quick": False,
+        "argv": ["bench"],
+        "measurements": [measured.to_record()],
+    }
+
+
+@pytest.fixture
+def reports(tmp_path: Path) -> Path:
+    """``baseline/`` and ``current/`` reports of platform ``lab1``: the copy check and the
+    benchmark's ratio regressed; the round trip failed in both, with a recorded example."""
+    failing = result(
+        ROUND_TRIP,
+        Outcome.FAILED,
+        subject="int64/torch",
+        message=OVERFLOW,
+        example=EXAMPLE,
+        body="harness.checks:an_entry_reads_back_bit_exact",
+    )
+    for name, copy, ratio in (("baseline", Outcome.PASSED, 1.0), ("current", Outcome.FAILED, 0.5)):
+        found = document("lab1", [result(COPY, copy, message="differs"), failing])
+        found["benchmarks"] = _benchmarks(ratio)
+        write_report(found, tmp_path / name)
+    return tmp_path
+
+
+def test_a_blocked_package_cannot_be_imported(blocked: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch"],
+        env=blocked,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "ModuleNotFoundError: torch is not installed here" in done.stderr
+
+
+class TestWithoutTorch:
+    def test_merge_writes_the_matrix_in_each_format(
+        self, reports: Path, blocked: dict[str, str]
+    ) -> None:
+        for name in ("matrix.md", "matrix.html", "matrix.json"):
+            out = reports / "out" / name
+            done = _ptrport(blocked, "report", "merge", reports / "current", "-o", out)
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.startswith(f"ptrport: wrote {out}: 1 columns from 1 reports")
+            assert "lab1" in out.read_text(encoding="utf-8")
+        again = reports / "out" / "again.md"
+        done = _ptrport(blocked, "report", "render", reports / "out" / "matrix.json", "-o", again)
+        assert done.returncode == 0, done.stderr
+        assert again.read_text() == (reports / "out" / "matrix.md").read_text()
+
+    def test_diff_finds_the_regression_and_the_slower_benchmark(
+        self, reports: Path, blocked: dict[str, str]
+    ) -> None:
+        out = reports / "diff.md"
+        done = _ptrport(
+            blocked,
+            *("report", "diff", "--baseline", reports / "baseline", reports / "current"),
+            *("-o", out),
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr == ""
+        summary = out.read_text(encoding="utf-8").splitlines()[2]
+        assert "new failures: 1; performance regressions: 1" in summary
+
+    def test_repro_writes_a_script_for_the_failure_with_an_example(
+        self, reports: Path, blocked: dict[str, str]
+    ) -> None:
+        done = _ptrport(
+            blocked,
+            *("report", "repro", reports / "current" / "lab1.json", "--all"),
+            *("--out-dir", reports / "repros"),
+        )
+        assert done.returncode == 0, done.stderr
+        (script,) = (reports / "repros").iterdir()
+        assert "from harness.replay import run_check" in script.read_text()
+        assert "'dst': '0x8000000000000000'" in script.read_text()
+
+    def test_matrix_no_run_merges_and_diffs_as_the_report_environment_does(
+        self, reports: Path, blocked: dict[str, str]
+    ) -> None:
+        baseline = reports / "baseline" / "matrix.json"
+        merged = _ptrport(
+            blocked,
+            *("report", "merge", reports / "baseline" / "lab1.json", "-o", baseline),
+        )
+        assert merged.returncode == 0, merged.stderr
+        current = reports / "current"
+        done = _ptrport(
+            blocked,
+            *("matrix", "--no-run", "--reports", current, "--baseline", baseline),
+        )
+        assert done.returncode == 1, done.stdout + done.stderr
+        written = {p.name for p in current.iterdir()}
+        assert {"matrix.md", "matrix.html", "matrix.json", "diff.md"} <= written
