@@ -323,7 +323,7 @@ class State(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ControlVerdict:
     """Whether a run caught one control on one backend, and with what."""
 
     control: str
@@ -348,19 +348,19 @@ def _function(check: str) -> str:
     return check.split("[", 1)[0]
 
 
-def verdict(subject: Subject, backend: Backend, results: Iterable[Result]) -> Verdict:
+def verdict(subject: Subject, backend: Backend, results: Iterable[Result]) -> ControlVerdict:
     """What ``results`` say about the control ``subject`` on ``backend``: caught if a check that
     must catch it failed as expected, missed if none did."""
     name = subject.name
     if not backend.is_available():
-        return Verdict(name, backend.name, State.UNAVAILABLE, backend.unavailable_reason)
+        return ControlVerdict(name, backend.name, State.UNAVAILABLE, backend.unavailable_reason)
     not_applicable = getattr(subject, "not_applicable", None)
     reason = not_applicable(backend) if callable(not_applicable) else None
     if reason:
-        return Verdict(name, backend.name, State.NOT_APPLICABLE, str(reason))
+        return ControlVerdict(name, backend.name, State.NOT_APPLICABLE, str(reason))
     reason = subject.unavailable_reason(backend)
     if reason:
-        return Verdict(name, backend.name, State.UNAVAILABLE, reason)
+        return ControlVerdict(name, backend.name, State.UNAVAILABLE, reason)
     mine = [
         r
         for r in results
@@ -371,7 +371,7 @@ def verdict(subject: Subject, backend: Backend, results: Iterable[Result]) -> Ve
     caught = [r for r in mine if r.outcome == Outcome.XFAILED]
     if caught:
         best = min(caught, key=lambda r: (r.found_after or r.examples, r.examples))
-        return Verdict(
+        return ControlVerdict(
             name,
             backend.name,
             State.CAUGHT,
@@ -383,14 +383,16 @@ def verdict(subject: Subject, backend: Backend, results: Iterable[Result]) -> Ve
         )
     if not mine:
         wanted = ", ".join(sorted(must_catch(subject, backend)))
-        return Verdict(name, backend.name, State.MISSED, f"no check that catches it ran ({wanted})")
+        return ControlVerdict(
+            name, backend.name, State.MISSED, f"no check that catches it ran ({wanted})"
+        )
     shown = "; ".join(f"{r.check} {r.outcome.value}" for r in mine)
-    return Verdict(name, backend.name, State.MISSED, shown)
+    return ControlVerdict(name, backend.name, State.MISSED, shown)
 
 
 def verdicts(
     subjects: Iterable[Subject], backends: Sequence[Backend], results: Sequence[Result]
-) -> list[Verdict]:
+) -> list[ControlVerdict]:
     """A verdict for every control among ``subjects`` on every backend."""
     return [verdict(s, b, results) for s in subjects if s.exposed_by for b in backends]
 
@@ -422,7 +424,7 @@ def _compact(value: Any) -> str:
     return str(value)
 
 
-def table(verdicts: Sequence[Verdict]) -> list[str]:
+def table(verdicts: Sequence[ControlVerdict]) -> list[str]:
     """The controls table: control, backend, caught or missed (or why not applicable),
     examples needed to find it, the check that caught it and the minimal counterexample."""
     rows = [

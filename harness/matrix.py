@@ -118,7 +118,7 @@ def cell_verdict(scenario: str, cell: Cell) -> op_support.Verdict | None:
 
 
 @dataclass(frozen=True)
-class Column:
+class BackendColumn:
     """One backend of one platform, with the versions it ran under."""
 
     platform_id: str
@@ -190,7 +190,7 @@ class Matrix:
     """Checks x (platform, backend), with the platforms and reports it was made from."""
 
     platforms: tuple[Platform, ...]
-    columns: tuple[Column, ...]
+    columns: tuple[BackendColumn, ...]
     rows: tuple[Row, ...]
     reports: tuple[PlatformReport, ...]
 
@@ -275,7 +275,7 @@ def build_matrix(reports: Sequence[PlatformReport], *, known: KnownLookup | None
     """
     by_platform(reports)
     platforms: list[Platform] = []
-    columns: list[Column] = []
+    columns: list[BackendColumn] = []
     cells: dict[tuple[str, str | None, str], dict[int, Cell]] = {}
     subject_order: dict[str | None, int] = {}
     for report in reports:
@@ -299,7 +299,7 @@ def build_matrix(reports: Sequence[PlatformReport], *, known: KnownLookup | None
                 continue
             index = len(columns)
             columns.append(
-                Column(
+                BackendColumn(
                     platform_id=report.platform_id,
                     backend=backend,
                     versions=_column_versions(report, backend),

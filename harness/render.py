@@ -18,7 +18,7 @@ from typing import Any
 from harness import op_support
 from harness.errors import HarnessError
 from harness.markup import html_text, markdown_code, markdown_text
-from harness.matrix import Cell, CellState, Column, Matrix, Platform, Row, cell_verdict
+from harness.matrix import BackendColumn, Cell, CellState, Matrix, Platform, Row, cell_verdict
 
 TITLE = "ptrport compatibility matrix"
 MAIN_VERSIONS = ("torch", "triton", "ipex", "device")
@@ -52,7 +52,7 @@ def _state_counts(matrix: Matrix, index: int) -> Counter[CellState]:
     return Counter(row.cells[index].state for row in matrix.rows)
 
 
-def _columns_of(matrix: Matrix, platform: Platform) -> Iterator[tuple[int, Column]]:
+def _columns_of(matrix: Matrix, platform: Platform) -> Iterator[tuple[int, BackendColumn]]:
     for index, column in enumerate(matrix.columns):
         if column.platform_id == platform.platform_id:
             yield index, column
@@ -67,7 +67,7 @@ def _idle_backends(matrix: Matrix, platform: Platform) -> dict[str, str]:
     return idle
 
 
-def _main_versions(column: Column) -> list[str]:
+def _main_versions(column: BackendColumn) -> list[str]:
     """What a column's header says under its name: simulated, and the main versions."""
     shown = [f"{n} {column.versions[n]}" for n in MAIN_VERSIONS if column.versions.get(n)]
     return ["simulated upper half", *shown] if column.simulated else shown
@@ -100,7 +100,7 @@ _Place = tuple[str, int, int]
 """Where a cell is: scenario, row within the scenario, column."""
 
 
-def _detailed_cells(matrix: Matrix) -> Iterator[tuple[_Place, Row, Column, Cell]]:
+def _detailed_cells(matrix: Matrix) -> Iterator[tuple[_Place, Row, BackendColumn, Cell]]:
     """Cells worth a closer look, in the order the tables show them."""
     for scenario in matrix.scenarios:
         for number, row in enumerate(matrix.rows_of(scenario)):
@@ -194,7 +194,7 @@ def _md_scenario(matrix: Matrix, scenario: str, numbers: dict[_Place, int]) -> l
     return [*lines, ""]
 
 
-def _md_failure(number: int, row: Row, column: Column, cell: Cell) -> list[str]:
+def _md_failure(number: int, row: Row, column: BackendColumn, cell: Cell) -> list[str]:
     where = [row.check, row.subject or "(no subject)", column.name]
     lines = [
         f"### ({number}) {_md_label(row.scenario, cell)} "

@@ -94,7 +94,7 @@ SIZES_DTYPE = torch.int64
 
 
 @dataclass(frozen=True)
-class Column:
+class MirroredColumn:
     """One column of a pointer table: host tensor, device mirror, numpy view of the host."""
 
     host: torch.Tensor
@@ -102,7 +102,7 @@ class Column:
     view: np.ndarray
 
     @classmethod
-    def create(cls, capacity: int, dtype: torch.dtype, backend: Backend) -> Column:
+    def create(cls, capacity: int, dtype: torch.dtype, backend: Backend) -> MirroredColumn:
         host = torch.zeros(capacity, dtype=dtype, pin_memory=backend.can_pin)
         device = torch.zeros(capacity, dtype=dtype, device=backend.device)
         return cls(host=host, device=device, view=host.numpy())
@@ -138,14 +138,14 @@ class PointerTable:
         self.encoding = encoding
         self.backend = backend
         self.pinned = backend.can_pin
-        self.src = Column.create(capacity, encoding.dtype, backend)
-        self.dst = Column.create(capacity, encoding.dtype, backend)
-        self.sizes = Column.create(capacity, sizes_dtype, backend)
+        self.src = MirroredColumn.create(capacity, encoding.dtype, backend)
+        self.dst = MirroredColumn.create(capacity, encoding.dtype, backend)
+        self.sizes = MirroredColumn.create(capacity, sizes_dtype, backend)
         self.staged = 0
         """How many entries are staged on the host: the offset the next stage writes at."""
 
     @property
-    def columns(self) -> tuple[Column, Column, Column]:
+    def columns(self) -> tuple[MirroredColumn, MirroredColumn, MirroredColumn]:
         return (self.src, self.dst, self.sizes)
 
     def stage(self, entries: Sequence[Entry]) -> None:

@@ -261,7 +261,7 @@ def test_a_control_that_passed_where_it_must_fail_is_missed() -> None:
 
 
 def test_the_table_shows_caught_missed_and_not_applicable_rows() -> None:
-    caught = controls.Verdict(
+    caught = controls.ControlVerdict(
         "a",
         "cpu",
         controls.State.CAUGHT,
@@ -283,8 +283,10 @@ def test_the_table_shows_caught_missed_and_not_applicable_rows() -> None:
             }
         },
     )
-    missed = controls.Verdict("b", "cpu", controls.State.MISSED, "no check ran")
-    na = controls.Verdict("c", "cpu", controls.State.NOT_APPLICABLE, "copies are synchronous")
+    missed = controls.ControlVerdict("b", "cpu", controls.State.MISSED, "no check ran")
+    na = controls.ControlVerdict(
+        "c", "cpu", controls.State.NOT_APPLICABLE, "copies are synchronous"
+    )
     lines = controls.table([caught, missed, na])
     assert lines[0].split()[:2] == ["control", "backend"]
     assert "caught (1 of 1 checks)" in lines[1] and " 3 " in lines[1]
