@@ -1,6 +1,6 @@
 """The bodies of the scenarios' checks: one function per property, over a subject on a backend.
 
-Scenarios (``scenarios/test_*.py``) give each of these its Hypothesis strategies with ``given``.
+Scenarios (:mod:`harness.scenarios`) give each of these its Hypothesis strategies with ``given``.
 The bodies live in the library so that a repro script, which needs only the installed harness
 and torch, can run the very check that failed with the example a report recorded. Draws from
 ``st.data()`` carry labels; a repro replays them by label.

@@ -7,8 +7,9 @@ the same check then verifies, so they must share a process. The child runs the o
 
 - ``DIR/example.json`` before each example and after each draw: the inputs so far, in hex, so
   that the parent can say which example a crash or a hang happened in;
-- ``DIR/result.json`` when the item is done: its :class:`~harness.records.Result` and pytest's
-  serialized reports, which the parent replays to its terminal as if it had run the item.
+- ``DIR/result.json`` when the item is done: pytest's serialized reports of it, the last
+  carrying its :class:`~harness.records.Result`, which the parent replays as if it had run the
+  item (so the result reaches whoever keeps the report, as any other).
 
 The parent waits, and kills the child's process group when no example has started for
 ``--example-timeout`` seconds. A child that died (or was killed) without ``result.json`` gives a
@@ -22,13 +23,26 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from harness.records import Outcome
+import pytest
+
+from harness import examples
+from harness.outcomes import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE, check_record
+from harness.records import Outcome, describe_example
+from harness.report import write_json_atomically
+from harness.scenario_items import check_info
+from harness.user_subjects import UserSubject
+
+if TYPE_CHECKING:
+    from harness.outcomes import CheckOutcomes
+    from harness.scenario_items import CheckInfo
+    from harness.session import RunSettings
 
 EXAMPLE_FILE = "example.json"
 RESULT_FILE = "result.json"
@@ -132,32 +146,137 @@ def _watch(
 
 
 def child_command(
-    nodeid: str,
+    item: pytest.Item,
     directory: Path,
     *,
-    backend_spec: str,
-    subject_spec: str | None,
-    run_seed: str,
-    derandomized: bool,
-    rootdir: Path,
+    settings: RunSettings,
+    backend: str,
+    config: pytest.Config,
 ) -> list[str]:
-    """The pytest command that runs one item in a child, as the parent would have run it."""
+    """The pytest command that runs one item in a child, as the parent would have run it: the
+    item by its absolute path, the parent's rootdir and configuration file, none of its
+    ``addopts`` (a ``-n`` there would start workers in the child)."""
+    function = item.nodeid.split("::", 1)[1]
     command = [
         sys.executable,
         "-m",
         "pytest",
-        nodeid,
-        f"--rootdir={rootdir}",
+        f"{item.path}::{function}",
+        f"--rootdir={config.rootpath}",
+        *(["-c", str(config.inipath)] if config.inipath is not None else []),
+        "-o",
+        "addopts=",
         "-p",
         "no:cacheprovider",
         "-q",
         "--no-header",
         "--no-isolate",
         f"--ptrport-child={directory}",
-        f"--backend={backend_spec}",
+        f"--backend={backend}",
+        f"--subject={settings.subject_spec or ','.join(settings.subjects)}",
     ]
-    if subject_spec is not None:
-        command.append(f"--subject={subject_spec}")
-    if not derandomized:
-        command.append(f"--hypothesis-seed={run_seed}")
+    if settings.run_seed != examples.DERANDOMIZED:
+        command.append(f"--hypothesis-seed={settings.run_seed}")
     return command
+
+
+_LOST_PHASES: tuple[
+    tuple[Literal["setup", "call", "teardown"], Literal["passed", "failed"]], ...
+] = (("setup", "passed"), ("call", "failed"), ("teardown", "passed"))
+"""The reports an isolated check that crashed or hung is shown with."""
+
+
+class IsolatedChecks:
+    """The parent side of isolation: which checks run in a child, and each one's reports (and
+    so its result) replayed here, or made up for a child that died or hung."""
+
+    def __init__(self, config: pytest.Config, settings: RunSettings) -> None:
+        self.config = config
+        self.settings = settings
+
+    def isolates(self, info: CheckInfo) -> bool:
+        if info.unavailable:
+            return False
+        if self.settings.isolate is not None:
+            return self.settings.isolate
+        return info.backend.device.type != "cpu" or isinstance(info.subject, UserSubject)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        info = check_info(item)
+        if info is None or not self.isolates(info):
+            return None
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        with tempfile.TemporaryDirectory(prefix="ptrport-child-") as directory:
+            command = child_command(
+                item,
+                Path(directory),
+                settings=self.settings,
+                backend=info.backend.name,
+                config=self.config,
+            )
+            ended = run_child(
+                command, Path(directory), example_timeout=self.settings.example_timeout
+            )
+        if ended.result is not None:
+            reports = [
+                self.config.hook.pytest_report_from_serializable(config=self.config, data=data)
+                for data in ended.result["reports"]
+            ]
+        else:
+            reports = self._lost(item, info, ended)
+        for report in reports:
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    def _lost(self, item: pytest.Item, info: CheckInfo, ended: ChildOutcome) -> list[Any]:
+        assert ended.outcome is not None and ended.message is not None
+        result = info.result(
+            ended.outcome,
+            message=ended.message,
+            example=ended.example,
+            examples=ended.examples,
+            found_after=ended.examples or None,
+            duration_s=ended.duration_s,
+            nodeid=item.nodeid,
+        )
+        reports = []
+        for when, outcome in _LOST_PHASES:
+            report = pytest.TestReport(
+                item.nodeid,
+                item.location,
+                {},
+                outcome,
+                ended.message if when == "call" else None,
+                when,
+                duration=ended.duration_s if when == "call" else 0.0,
+            )
+            setattr(report, CHECK_ATTRIBUTE, check_record(info))
+            if when == "teardown":
+                setattr(report, RESULT_ATTRIBUTE, result.to_record())
+            reports.append(report)
+        return reports
+
+
+class ChildSide:
+    """The child side of isolation: where each example is, and the item's reports (its result
+    riding on the last), written for the parent."""
+
+    def __init__(self, directory: Path, checks: CheckOutcomes, config: pytest.Config) -> None:
+        self.directory = directory
+        self.config = config
+        self._reports: list[dict[str, Any]] = []
+        checks.on_progress = self._tell_parent
+
+    def _tell_parent(self, log: examples.ExampleLog, inputs: dict[str, Any]) -> None:
+        progress = {"count": log.count, "example": describe_example(inputs)}
+        write_json_atomically(self.directory / EXAMPLE_FILE, progress)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
+        self._reports.append(data)
+        if getattr(report, RESULT_ATTRIBUTE, None) is not None:
+            write_json_atomically(self.directory / RESULT_FILE, {"reports": self._reports})

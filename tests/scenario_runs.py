@@ -10,14 +10,18 @@ from pathlib import Path
 import pytest
 
 # Imported before any test: pytester takes sys.modules back to what it was before each test,
-# and Triton's native module, once dropped from it, aborts the process when imported again.
+# and native modules, once dropped from it, cannot be imported again (Triton's aborts the
+# process, torch's raises); the plugin imports them only when an inner run starts a session.
+import harness.session  # noqa: F401
+
 with contextlib.suppress(ImportError):
     import triton  # noqa: F401
 
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS = Path(__file__).resolve().parent.parent / "harness" / "scenarios"
 
 # Inner runs may happen in this process, so the profile they load is put back when they end.
 PROFILE_CONFTEST = """
+import pytest
 from hypothesis import Phase, settings
 
 _previous = settings.get_current_profile_name()
@@ -30,6 +34,12 @@ settings.load_profile("pytester")
 
 def pytest_unconfigure(config):
     settings.load_profile(_previous)
+
+
+def pytest_collectstart(collector):
+    # Every test module of these runs is a scenario, as the modules of harness.scenarios are.
+    if isinstance(collector, pytest.Module):
+        collector.add_marker("ptrport_scenario")
 """
 
 
@@ -37,7 +47,8 @@ def use_profile(
     pytester: pytest.Pytester, *, max_examples: int = 20, derandomize: bool = True
 ) -> None:
     """A ``conftest.py`` loading a profile of ``max_examples``, no deadline, no database, and
-    no explain phase (as the ``dev`` and ``ci`` profiles)."""
+    no explain phase (as the ``dev`` and ``ci`` profiles), and marking every test module of
+    the run a scenario."""
     pytester.makeconftest(
         PROFILE_CONFTEST.format(max_examples=max_examples, derandomize=derandomize)
     )

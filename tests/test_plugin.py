@@ -71,7 +71,7 @@ class TestBackendOption:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(
             [
-                "*argument --backend: unknown backend 'bogus'; known: cpu, cpu-usm, cpu-tbi, "
+                "*--backend: unknown backend 'bogus'; known: cpu, cpu-usm, cpu-tbi, "
                 "cuda, rocm, xpu, mps*"
             ]
         )

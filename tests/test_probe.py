@@ -36,7 +36,7 @@ from harness.report import (
 )
 
 CPU = CpuBackend()
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS = Path(__file__).resolve().parent.parent / "harness" / "scenarios"
 ON_TORCH_2_13 = pytest.mark.skipif(
     not str(torch.__version__).startswith("2.13."),
     reason=f"these are the facts of torch 2.13 on the CPU; this is torch {torch.__version__}",

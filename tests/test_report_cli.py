@@ -16,7 +16,7 @@ import pytest
 
 from harness.cli import main
 
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS = Path(__file__).resolve().parent.parent / "harness" / "scenarios"
 PROFILE = """
 from hypothesis import settings
 
@@ -124,7 +124,8 @@ class TestMerge:
     ) -> None:
         (tmp_path / "conftest.py").write_text(PROFILE)
         (tmp_path / "test_kill.py").write_text(
-            "import pathlib, time\n\n"
+            "import pathlib, time\n\nimport pytest\n\n"
+            "pytestmark = pytest.mark.ptrport_scenario\n\n"
             "def test_done(backend):\n    assert True\n\n"
             "def test_hangs(backend):\n"
             "    pathlib.Path('hanging').touch()\n    time.sleep(300)\n"

@@ -9,10 +9,13 @@ contract."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import checks
+
+pytestmark = pytest.mark.ptrport_scenario
 
 test_columns_have_the_capacity_dtype_and_placement_asked_for = given(capacity=st.integers(0, 4096))(
     checks.columns_have_the_capacity_dtype_and_placement_asked_for

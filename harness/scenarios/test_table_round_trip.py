@@ -5,10 +5,13 @@ Each check is a body from :mod:`harness.checks` given its strategies here."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import checks
+
+pytestmark = pytest.mark.ptrport_scenario
 
 test_an_entry_reads_back_bit_exact = given(data=st.data())(checks.an_entry_reads_back_bit_exact)
 

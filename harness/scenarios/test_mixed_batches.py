@@ -4,10 +4,13 @@ address is dereferenced."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import checks
+
+pytestmark = pytest.mark.ptrport_scenario
 
 test_a_mixed_batch_is_held_exactly_and_only_real_entries_are_copied = given(data=st.data())(
     checks.a_mixed_batch_is_held_exactly_and_only_real_entries_are_copied

@@ -6,10 +6,13 @@ subject's contract (its alignment)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import checks
+
+pytestmark = pytest.mark.ptrport_scenario
 
 test_entries_sort_by_unsigned_address = given(data=st.data())(
     checks.entries_sort_by_unsigned_address

@@ -14,6 +14,8 @@ from harness import checks
 from harness import strategies as hst
 from harness.tables import ENCODINGS
 
+pytestmark = pytest.mark.ptrport_scenario
+
 encodings = [
     pytest.param(
         e.name,

@@ -14,6 +14,8 @@ from harness import probe
 from harness.backends import Backend
 from harness.op_support import Verdict
 
+pytestmark = pytest.mark.ptrport_scenario
+
 OPERATION_IDS = [op.id for op in probe.OPERATIONS]
 
 
@@ -21,4 +23,4 @@ OPERATION_IDS = [op.id for op in probe.OPERATIONS]
 def test_operation(backend: Backend, operation: str) -> None:
     found = probe.check_operation(backend, operation)
     if found.verdict is Verdict.RAISES:
-        pytest.skip(found.message)
+        pytest.skip(found.message or "raises")
