@@ -4,8 +4,11 @@
   fingerprint; exit status 1 if a backend named with ``--require`` is missing.
 - ``ptrport subjects``: the built-in subjects and the controls catalogue, controls marked with
   the checks that must catch them.
-- ``ptrport controls --backend=NAME [PYTEST_ARG...]``: ``pytest --controls`` with the ``ci``
-  profile: the controls table; exit status non-zero if a control was missed.
+- ``ptrport run [PYTEST_ARG...]``: the scenarios shipped in the package, from any directory
+  (``pytest --pyargs harness.scenarios``), writing ``reports/<platform-id>.json`` there; every
+  argument goes to pytest.
+- ``ptrport controls --backend=NAME [PYTEST_ARG...]``: the same with ``--controls`` and the
+  ``ci`` profile: the controls table; exit status non-zero if a control was missed.
 - ``ptrport probe --backend=NAME``: which torch operations work on uint64 there, as a table,
   recorded as the ``uint64_operations`` results of the platform report; exit status 1 if an
   operation gives a silently wrong result.
@@ -44,7 +47,7 @@ from harness import __version__, diff, local_matrix, measurements, render, repro
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
 from harness.matrix import build_matrix
-from harness.op_support import SCENARIO, Verdict, check_id
+from harness.op_support import SCENARIO, OperationVerdict, check_id
 from harness.records import Outcome, Result
 from harness.report import (
     FINISHED,
@@ -125,18 +128,32 @@ def _matrix(args: argparse.Namespace) -> int:
     )
 
 
-def _controls(args: argparse.Namespace) -> int:
-    if not Path("scenarios").is_dir():
-        raise HarnessError(
-            f"no scenarios/ directory in {Path.cwd()}: run ptrport controls where the "
-            "scenarios are (the ptrport checkout)"
-        )
-    os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
+SCENARIOS = (
+    "--pyargs",
+    "harness.scenarios",
+    # The scenarios' own naming, whatever the configuration of the directory it runs in says.
+    "-o",
+    "python_files=test_*.py",
+    "-o",
+    "python_classes=Test",
+    "-o",
+    "python_functions=test",
+)
+"""pytest arguments that collect the scenarios shipped in the package, from any directory."""
+
+
+def _scenarios(*arguments: str) -> int:
+    """pytest on the packaged scenarios with ``arguments``, in this process."""
     import pytest
 
     # The harness is imported already, so pytest cannot rewrite its asserts; that is expected.
     quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    return int(pytest.main(["--controls", f"--backend={args.backend}", *quiet, *args.pytest_args]))
+    return int(pytest.main([*SCENARIOS, *quiet, *arguments]))
+
+
+def _controls(args: argparse.Namespace) -> int:
+    os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
+    return _scenarios("--controls", f"--backend={args.backend}", *args.pytest_args)
 
 
 def _report_target(args: argparse.Namespace) -> tuple[list[Backend], str]:
@@ -253,12 +270,12 @@ def _probe(args: argparse.Namespace) -> int:
             continue
         with backend.running():
             findings = probe.probe_all(backend, operations)
-        counts = {v: sum(f.verdict is v for f in findings) for v in Verdict}
-        wrong += counts[Verdict.WRONG]
+        counts = {v: sum(f.verdict is v for f in findings) for v in OperationVerdict}
+        wrong += counts[OperationVerdict.WRONG]
         print(
             f"{backend.name} ({backend.device_model() or backend.device}, torch "
-            f"{torch.__version__}): {counts[Verdict.WORKS]} work, {counts[Verdict.RAISES]} "
-            f"raise, {counts[Verdict.WRONG]} wrong"
+            f"{torch.__version__}): {counts[OperationVerdict.WORKS]} work, "
+            f"{counts[OperationVerdict.RAISES]} raise, {counts[OperationVerdict.WRONG]} wrong"
         )
         print("\n".join(_findings_table(findings)) + "\n")
         results += [f.to_result() for f in findings]
@@ -559,6 +576,14 @@ def _parser() -> argparse.ArgumentParser:
     backends.set_defaults(run=_backends)
     subjects = commands.add_parser("subjects", help="the built-in subjects and controls")
     subjects.set_defaults(run=_subjects)
+    run_ = commands.add_parser(
+        "run",
+        help="run the scenarios from any directory (pytest --pyargs harness.scenarios) and "
+        "write the platform report there",
+        description="Every argument goes to pytest: --backend, --subject, -k, -n, ...",
+        add_help=False,
+    )
+    run_.set_defaults(passes_through=True)  # main() hands `run` to pytest before parsing
     controls_ = commands.add_parser(
         "controls",
         help="run the controls catalogue (HYPOTHESIS_PROFILE=ci unless set) and print whether "
@@ -617,6 +642,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["run"]:
+        # Everything after `run` is pytest's, --help and values that look like ours included.
+        return _scenarios(*arguments[1:])
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "passes_through", False):

@@ -217,7 +217,9 @@ def _benchmarks(
     return [(was[m.key], m) for m in measurements_of(current) if m.key in was]
 
 
-def _verdicts(change: Change) -> tuple[op_support.Verdict, op_support.Verdict] | None:
+def _verdicts(
+    change: Change,
+) -> tuple[op_support.OperationVerdict, op_support.OperationVerdict] | None:
     was, now = op_support.verdict_of(change.was), op_support.verdict_of(change.now)
     return None if was is None or now is None else (was, now)
 
@@ -238,7 +240,10 @@ def _better(change: Change) -> bool:
 
 def _ran(result: Result) -> bool:
     """Whether a result counts as executed: it ran, or it probed an operation that raised."""
-    return result.outcome.executed or op_support.verdict_of(result) is op_support.Verdict.RAISES
+    return (
+        result.outcome.executed
+        or op_support.verdict_of(result) is op_support.OperationVerdict.RAISES
+    )
 
 
 def _versions_changed(

@@ -110,7 +110,7 @@ _VERDICT_OUTCOMES = {
 }
 
 
-def cell_verdict(scenario: str, cell: Cell) -> op_support.Verdict | None:
+def cell_verdict(scenario: str, cell: Cell) -> op_support.OperationVerdict | None:
     """What a cell of the ``uint64_operations`` scenario says about its operation (works,
     raises, wrong); ``None`` for other scenarios and for cells that are not a verdict."""
     outcome = _VERDICT_OUTCOMES.get(cell.state)

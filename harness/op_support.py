@@ -24,7 +24,7 @@ _CHECK = re.compile(rf"{SCENARIO}::{TEST_NAME}\[(?P<operation>.+)\]")
 _TYPE = re.compile(r"[A-Za-z_][\w.]*")
 
 
-class Verdict(enum.StrEnum):
+class OperationVerdict(enum.StrEnum):
     """What a probe of one operation found, best first."""
 
     WORKS = "works"
@@ -34,13 +34,15 @@ class Verdict(enum.StrEnum):
     @property
     def rank(self) -> int:
         """Higher is better: works 2, raises 1, wrong 0."""
-        return {Verdict.WORKS: 2, Verdict.RAISES: 1, Verdict.WRONG: 0}[self]
+        return {OperationVerdict.WORKS: 2, OperationVerdict.RAISES: 1, OperationVerdict.WRONG: 0}[
+            self
+        ]
 
 
-OUTCOMES: dict[Verdict, Outcome] = {
-    Verdict.WORKS: Outcome.PASSED,
-    Verdict.RAISES: Outcome.SKIPPED,
-    Verdict.WRONG: Outcome.FAILED,
+OUTCOMES: dict[OperationVerdict, Outcome] = {
+    OperationVerdict.WORKS: Outcome.PASSED,
+    OperationVerdict.RAISES: Outcome.SKIPPED,
+    OperationVerdict.WRONG: Outcome.FAILED,
 }
 """The outcome a result records for each verdict."""
 
@@ -69,28 +71,28 @@ def raised_type(message: str | None) -> str | None:
     return found[0] if found else None
 
 
-def verdict(scenario: str, outcome: Outcome, message: str | None) -> Verdict | None:
+def verdict(scenario: str, outcome: Outcome, message: str | None) -> OperationVerdict | None:
     """What a result of ``scenario`` says about its operation; ``None`` outside the
     ``uint64_operations`` scenario and for outcomes that are not a verdict (an error in the
     harness, an unavailable backend, a skip for another reason)."""
     if scenario != SCENARIO:
         return None
     if outcome is Outcome.PASSED:
-        return Verdict.WORKS
+        return OperationVerdict.WORKS
     if outcome is Outcome.FAILED:
-        return Verdict.WRONG
+        return OperationVerdict.WRONG
     if outcome is Outcome.SKIPPED and raised_type(message) is not None:
-        return Verdict.RAISES
+        return OperationVerdict.RAISES
     return None
 
 
-def verdict_of(result: Result) -> Verdict | None:
+def verdict_of(result: Result) -> OperationVerdict | None:
     """:func:`verdict` of one result."""
     return verdict(result.scenario, result.outcome, result.message)
 
 
-def label(found: Verdict, message: str | None) -> str:
+def label(found: OperationVerdict, message: str | None) -> str:
     """How a table shows a verdict: ``works``, ``raises NotImplementedError``, ``wrong``."""
-    if found is Verdict.RAISES:
+    if found is OperationVerdict.RAISES:
         return f"{RAISES_PREFIX}{raised_type(message) or 'an exception'}"
     return found.value

@@ -35,7 +35,14 @@ from harness.addresses import (
 )
 from harness.backends import Backend
 from harness.errors import HarnessError, UnknownName, exception_message
-from harness.op_support import OUTCOMES, SCENARIO, TEST_NAME, Verdict, check_id, raises_message
+from harness.op_support import (
+    OUTCOMES,
+    SCENARIO,
+    TEST_NAME,
+    OperationVerdict,
+    check_id,
+    raises_message,
+)
 from harness.records import Result
 
 Observed: TypeAlias = "int | bool | str | Sequence[Observed]"
@@ -83,23 +90,23 @@ class Finding:
 
     operation: str
     backend: str
-    verdict: Verdict
+    verdict: OperationVerdict
     detail: str | None = None
     duration_s: float = 0.0
 
     @property
     def message(self) -> str | None:
         """The message a result records, the same the scenario's results have."""
-        if self.verdict is Verdict.RAISES:
+        if self.verdict is OperationVerdict.RAISES:
             return raises_message(self.detail or "")
-        if self.verdict is Verdict.WRONG:
+        if self.verdict is OperationVerdict.WRONG:
             return f"AssertionError: {self.detail}"
         return None
 
     def to_result(self) -> Result:
         """The finding as the ``uint64_operations`` scenario's result for its operation; a
         wrong one carries what ``ptrport report repro`` needs to probe it again."""
-        wrong = self.verdict is Verdict.WRONG
+        wrong = self.verdict is OperationVerdict.WRONG
         return Result(
             check=check_id(self.operation),
             scenario=SCENARIO,
@@ -109,7 +116,7 @@ class Finding:
             message=self.message,
             example={"operation": self.operation} if wrong else None,
             duration_s=self.duration_s,
-            nodeid=f"scenarios/test_{SCENARIO}.py::{TEST_NAME}[{self.backend}-{self.operation}]",
+            nodeid=f"harness/scenarios/test_{SCENARIO}.py::{TEST_NAME}[{self.backend}-{self.operation}]",
             body=f"{__name__}:{check_operation.__name__}" if wrong else None,
         )
 
@@ -519,12 +526,12 @@ def probe(backend: Backend, operation: Operation) -> Finding:
     try:
         observed = operation.observe(backend)
     except Exception as exc:
-        verdict, detail = Verdict.RAISES, exception_message(exc)
+        verdict, detail = OperationVerdict.RAISES, exception_message(exc)
     else:
         if _as_lists(observed) == _as_lists(operation.expected):
-            verdict = Verdict.WORKS
+            verdict = OperationVerdict.WORKS
         else:
-            verdict = Verdict.WRONG
+            verdict = OperationVerdict.WRONG
             detail = f"expected {_show(operation.expected)}, got {_show(observed)}"
     return Finding(
         operation=operation.id,
@@ -556,7 +563,7 @@ def check_operation(
     ``backend``, as the ``uint64_operations`` scenario does; raise ``AssertionError`` saying
     what was expected and what came back when its result is wrong."""
     found = probe(backend, find_operation(operation, operations))
-    if found.verdict is Verdict.WRONG:
+    if found.verdict is OperationVerdict.WRONG:
         raise AssertionError(found.detail)
     return found
 

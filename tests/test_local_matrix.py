@@ -86,6 +86,11 @@ def test_an_unknown_kind_is_refused_in_one_line() -> None:
 # -- running environments ---------------------------------------------------------------------
 
 SCENARIO = """
+import pytest
+
+pytestmark = pytest.mark.ptrport_scenario
+
+
 def test_the_backend_is_there(backend):
     assert backend.is_available()
 """

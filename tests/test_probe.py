@@ -23,7 +23,7 @@ from harness.cli import main
 from harness.diff import diff_reports, to_markdown
 from harness.expectations import Expectations
 from harness.matrix import build_matrix
-from harness.op_support import SCENARIO, Verdict, check_id, label, operation_of, verdict_of
+from harness.op_support import SCENARIO, OperationVerdict, check_id, label, operation_of, verdict_of
 from harness.records import Outcome, Result
 from harness.render import to_html
 from harness.render import to_markdown as matrix_markdown
@@ -116,7 +116,7 @@ class TestProbeOnTorchCpu:
         self, findings: dict[str, probe.Finding], name: str
     ) -> None:
         found = findings[name]
-        assert found.verdict is Verdict.RAISES
+        assert found.verdict is OperationVerdict.RAISES
         assert found.detail is not None
         assert found.detail.startswith("NotImplementedError: ")
         assert "not implemented for 'UInt64'" in found.detail
@@ -125,12 +125,12 @@ class TestProbeOnTorchCpu:
     @ON_TORCH_2_13
     def test_setitem_of_2_63_fails(self, findings: dict[str, probe.Finding]) -> None:
         found = findings["setitem"]
-        assert found.verdict is Verdict.RAISES
+        assert found.verdict is OperationVerdict.RAISES
         assert found.detail == "ValueError: Overflow when unpacking long long"
 
     def test_clone_and_cat_work(self, findings: dict[str, probe.Finding]) -> None:
         for name in ("clone", "cat", "view_int64", "tolist", "save_load"):
-            assert findings[name].verdict is Verdict.WORKS, findings[name]
+            assert findings[name].verdict is OperationVerdict.WORKS, findings[name]
             assert findings[name].detail is None
 
     def test_every_operation_gets_a_verdict_on_its_own_fresh_tensors(
@@ -138,7 +138,7 @@ class TestProbeOnTorchCpu:
     ) -> None:
         assert list(findings) == [op.id for op in probe.OPERATIONS]
         assert {f.backend for f in findings.values()} == {"cpu"}
-        assert all(f.verdict is not Verdict.WRONG for f in findings.values())
+        assert all(f.verdict is not OperationVerdict.WRONG for f in findings.values())
         # Probing again finds the same: no probe leaves state behind for the next.
         again = _by_id(probe.probe_all(CPU))
         assert {k: f.verdict for k, f in again.items()} == {
@@ -148,7 +148,7 @@ class TestProbeOnTorchCpu:
     def test_a_deliberately_wrong_operation_is_wrong_with_both_values_in_hex(self) -> None:
         catalogue = (*probe.OPERATIONS, SIGNED_TOLIST)
         found = _by_id(probe.probe_all(CPU, catalogue))["signed_tolist"]
-        assert found.verdict is Verdict.WRONG
+        assert found.verdict is OperationVerdict.WRONG
         assert found.detail == (
             "expected [0x7fffffffffffffff, 0x8000000000000000, 0xffffffffffffffff, "
             "0xffff85abd4e00000], got [0x7fffffffffffffff, -0x8000000000000000, -0x1, "
@@ -162,7 +162,7 @@ class TestProbeOnTorchCpu:
             raise KeyError("missing")
 
         found = probe.probe(CPU, probe.Operation("broken", "raises KeyError", 0, broken))
-        assert (found.verdict, found.detail) == (Verdict.RAISES, "KeyError: 'missing'")
+        assert (found.verdict, found.detail) == (OperationVerdict.RAISES, "KeyError: 'missing'")
 
     def test_a_finding_is_the_scenario_s_result(self, findings: dict[str, probe.Finding]) -> None:
         works = findings["clone"].to_result()
@@ -191,7 +191,7 @@ class TestProbeOnTorchCpu:
     )
     def test_a_compiled_add_gives_a_verdict(self) -> None:
         found = probe.probe(CPU, probe.find_operation("compiled:add"))
-        assert found.verdict is not Verdict.WRONG, found.detail
+        assert found.verdict is not OperationVerdict.WRONG, found.detail
 
 
 class TestProbeCommand:
@@ -332,7 +332,7 @@ class TestScenario:
         run = pytester.runpytest(
             "--backend=cpu", "--platform-name=test-platform", "-p", "no:randomly"
         )
-        works = sum(f.verdict is Verdict.WORKS for f in findings.values())
+        works = sum(f.verdict is OperationVerdict.WORKS for f in findings.values())
         run.assert_outcomes(passed=works, skipped=len(findings) - works)
         recorded = json.loads((pytester.path / "reports" / "test-platform.json").read_text())
         by_check = {r["check"]: r for r in recorded["results"]}
@@ -344,7 +344,7 @@ class TestScenario:
                 found.to_result().outcome.value,
                 found.message,
             )
-            assert found.to_result().nodeid == f"scenarios/{mine['nodeid']}"
+            assert found.to_result().nodeid == f"harness/scenarios/{mine['nodeid']}"
 
 
 def _probe_results(verdicts: dict[str, str], on: str = "cpu") -> list[Result]:
@@ -363,8 +363,8 @@ def _probe_results(verdicts: dict[str, str], on: str = "cpu") -> list[Result]:
 class TestReportTooling:
     def test_support_reads_verdicts_only_from_its_own_scenario(self) -> None:
         (raises,) = _probe_results({"add": "raises"})
-        assert verdict_of(raises) is Verdict.RAISES
-        assert label(Verdict.RAISES, raises.message) == "raises NotImplementedError"
+        assert verdict_of(raises) is OperationVerdict.RAISES
+        assert label(OperationVerdict.RAISES, raises.message) == "raises NotImplementedError"
         assert operation_of(raises.check) == "add"
         other = result("buffer_creation::test_x", Outcome.SKIPPED, message=ADD_RAISES)
         assert verdict_of(other) is None

@@ -12,7 +12,7 @@ import pytest
 
 from harness import probe
 from harness.backends import Backend
-from harness.op_support import Verdict
+from harness.op_support import OperationVerdict
 
 pytestmark = pytest.mark.ptrport_scenario
 
@@ -22,5 +22,5 @@ OPERATION_IDS = [op.id for op in probe.OPERATIONS]
 @pytest.mark.parametrize("operation", OPERATION_IDS, ids=OPERATION_IDS)
 def test_operation(backend: Backend, operation: str) -> None:
     found = probe.check_operation(backend, operation)
-    if found.verdict is Verdict.RAISES:
+    if found.verdict is OperationVerdict.RAISES:
         pytest.skip(found.message or "raises")
