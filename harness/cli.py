@@ -496,9 +496,9 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report-dir",
         type=Path,
-        default=Path("reports"),
+        default=Path(os.environ.get("PTRPORT_REPORT_DIR") or "reports"),
         metavar="DIR",
-        help="where the platform report is (default: reports)",
+        help="where the platform report is (default: $PTRPORT_REPORT_DIR, else reports)",
     )
     parser.add_argument(
         "--platform-name",

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 from harness import examples
-from harness.outcomes import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE, check_record
+from harness.outcomes import check_record
+from harness.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 from harness.records import Outcome, describe_example
 from harness.report import write_json_atomically
 from harness.scenario_items import check_info

@@ -1,9 +1,10 @@
 """Running checks: each scenario item seeded and run in its backend's scope, and its setup,
 call and teardown reports classified into one :class:`~harness.records.Result`.
 
-The result rides on the item's teardown report (:data:`RESULT_ATTRIBUTE`), and the check it is
-for on every report of the item (:data:`CHECK_ATTRIBUTE`), so that whoever keeps the report
-(this process, an isolation parent, an xdist controller) receives both with pytest's reports.
+The result rides on the item's teardown report (:data:`harness.plugin.RESULT_ATTRIBUTE`), and
+the check it is for on every report of the item (:data:`harness.plugin.CHECK_ATTRIBUTE`), so
+that whoever keeps the report (this process, an isolation parent, an xdist controller) receives
+both with pytest's reports.
 """
 
 from __future__ import annotations
@@ -17,16 +18,12 @@ from hypothesis.errors import FailedHealthCheck
 
 from harness import examples
 from harness.errors import exception_message
+from harness.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 from harness.records import Outcome, describe_example
 from harness.scenario_items import CheckInfo, check_info, fixtures_only
 
 if TYPE_CHECKING:
     from harness.session import RunSettings
-
-RESULT_ATTRIBUTE = "ptrport_result"
-"""The attribute of a teardown report that holds its check's result record."""
-CHECK_ATTRIBUTE = "ptrport_check"
-"""The attribute of each report of a scenario item that says which check it is (a dict)."""
 
 
 def check_record(info: CheckInfo) -> dict[str, Any]:

@@ -26,6 +26,10 @@ MARKER = "ptrport_scenario"
 SCENARIOS_PACKAGE = "harness.scenarios"
 REPORT_DIR_ENV = "PTRPORT_REPORT_DIR"
 REPORT_DIR_OPTION = "--report-dir"
+RESULT_ATTRIBUTE = "ptrport_result"
+"""The attribute of a teardown report that holds its check's result record."""
+CHECK_ATTRIBUTE = "ptrport_check"
+"""The attribute of each report of a scenario item that says which check it is (a dict)."""
 _SESSION = pytest.StashKey["Session | None"]()
 _ASKING_OPTIONS = (
     "ptrport_backend",
@@ -129,6 +133,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SESSION] = None
     if _asked(config):
         session(config)
+    else:
+        config.pluginmanager.register(_ResultsArriving(config), "ptrport-results-arriving")
 
 
 def session(config: pytest.Config) -> Session:
@@ -149,6 +155,24 @@ def report_dir_default() -> str | None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker(MARKER) is not None:
         session(metafunc.config).parametrize(metafunc)
+
+
+class _ResultsArriving:
+    """In a run that did not ask for ptrport, a ptrport result arriving from elsewhere (an
+    xdist worker that collected a scenario this process never saw) starts the session that
+    keeps it, rather than letting it go unrecorded."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.config.stash.get(_SESSION, None) is not None:
+            return
+        if getattr(report, RESULT_ATTRIBUTE, None) is None and not hasattr(report, CHECK_ATTRIBUTE):
+            return
+        started = session(self.config)
+        if started.report is not None:
+            started.report.pytest_runtest_logreport(report)
 
 
 def _asked(config: pytest.Config) -> bool:

@@ -2,7 +2,7 @@
 so an interrupted run keeps what it had), the header and summary on the terminal, the controls'
 verdicts, and the reasons a run must not end green.
 
-Results arrive on pytest's reports (:data:`harness.outcomes.RESULT_ATTRIBUTE`), from this
+Results arrive on pytest's reports (:data:`harness.plugin.RESULT_ATTRIBUTE`), from this
 process or from xdist workers. A worker that dies in a check is reported by xdist with a report
 of its own; the check it was in, known from that item's earlier reports, is recorded as
 ``crashed``.
@@ -20,7 +20,7 @@ import pytest
 
 from harness import controls, profiles
 from harness.fingerprint import execution_target, platform_fingerprint
-from harness.outcomes import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
+from harness.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 from harness.records import Outcome, Result
 from harness.report import (
     FINISHED,

@@ -20,7 +20,7 @@ summary) :mod:`harness.run_report`
 ============================  =====  ==============  ===========  ===============
 
 A check's :class:`~harness.records.Result` travels on the last pytest report of its item
-(:data:`harness.outcomes.RESULT_ATTRIBUTE`): from the checks role to the report role in one
+(:data:`harness.plugin.RESULT_ATTRIBUTE`): from the checks role to the report role in one
 process, from an isolated child to its parent (which replays the child's reports), and from an
 xdist worker to the controller (which receives every report). So there is one way a result
 reaches the report, and a worker's results are not lost or written by the worker.
@@ -44,6 +44,7 @@ from harness.subjects import Subject, builtin_subjects
 from harness.user_subjects import select_subjects
 
 if TYPE_CHECKING:
+    from harness.run_report import RunReport
     from harness.scenario_items import ScenarioItems
 
 REPORT_DIR = "reports"
@@ -123,6 +124,8 @@ class Session:
     settings: RunSettings
     scenario_items: ScenarioItems | None
     """The collection role, where this process collects."""
+    report: RunReport | None
+    """The report role, where this process keeps the report."""
 
     @classmethod
     def start(cls, config: pytest.Config, report_dir_default: str | None) -> Session:
@@ -148,7 +151,7 @@ class Session:
                 manager.register(child, "ptrport-child")
             else:
                 manager.register(isolation.IsolatedChecks(config, settings), "ptrport-isolation")
-        return cls(settings, collection)
+        return cls(settings, collection, report)
 
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
         """Parametrize a scenario (where this process collects; an xdist controller does

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
 from harness.expectations import Expectations, load_expectations
+from harness.measurements import GBPS, Measurement
 from harness.records import Outcome, Result
 from harness.report import (
     FINISHED,
@@ -188,4 +189,22 @@ def upper_half_report(directory: Path) -> PlatformReport:
         "cpu-x86-64",
         [result("a::test_x"), result("a::test_x", on="cpu-usm")],
         backends={"cpu": CPU, "cpu-usm": usm},
+    )
+
+
+def measurement(ratio: float, *, name: str = "execute.torch") -> Measurement:
+    """A benchmark measurement of ``ratio`` to its baseline, as ``ptrport bench`` records one."""
+    return Measurement(
+        name=name,
+        backend="cpu",
+        size="4 x 4 MiB",
+        unit=GBPS,
+        median=20.0 * ratio,
+        low=18.0 * ratio,
+        high=21.0 * ratio,
+        ratio=ratio,
+        baseline="Tensor.copy_",
+        baseline_median=20.0,
+        repeats=10,
+        timer="time.perf_counter",
     )

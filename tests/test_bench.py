@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
-from sample_reports import CPU_TARGET, document, result
+from sample_reports import CPU_TARGET, document, measurement, result
 
 from harness import bench, schema
 from harness.backends import CpuBackend
@@ -198,9 +198,9 @@ class TestBenchCommand:
     ) -> None:
         results = [result(CHECK), result(CHECK, Outcome.XFAILED, subject="int64/torch")]
         existing = document("lab-1", results, torch=str(torch.__version__))
-        other = replace(_measurement(1.0), backend="cuda", timer="torch.cuda.Event")
+        other = replace(measurement(1.0), backend="cuda", timer="torch.cuda.Event")
         existing["benchmarks"] = bench.section(
-            [other, replace(_measurement(1.0), name="stale")], started="then", argv=[], quick=False
+            [other, replace(measurement(1.0), name="stale")], started="then", argv=[], quick=False
         )
         path = write_report(existing, tmp_path)
         assert _bench(tmp_path) == 0
@@ -280,23 +280,6 @@ class TestBenchCommand:
         assert path.read_text() == before
 
 
-def _measurement(ratio: float, *, name: str = "execute.torch") -> Measurement:
-    return Measurement(
-        name=name,
-        backend="cpu",
-        size="4 x 4 MiB",
-        unit=GBPS,
-        median=20.0 * ratio,
-        low=18.0 * ratio,
-        high=21.0 * ratio,
-        ratio=ratio,
-        baseline="Tensor.copy_",
-        baseline_median=20.0,
-        repeats=10,
-        timer="time.perf_counter",
-    )
-
-
 def _benched(directory: Path, *measurements: Measurement) -> Path:
     """A report of ``lab-1`` with passing results and these benchmarks, written."""
     found = document("lab-1", [result(CHECK)])
@@ -313,18 +296,18 @@ class TestRecording:
         write_json_atomically(path, document("lab-1", [result(CHECK)], status=RUNNING))
         later = result(CHECK, Outcome.XFAILED, subject="int64/torch")
         journal_path(path).write_text(json.dumps(later.to_record()) + "\n")
-        section = bench.section([_measurement(1.0)], started="now", argv=[], quick=True)
+        section = bench.section([measurement(1.0)], started="now", argv=[], quick=True)
         assert record(path, section, ["cpu"]) == section
         assert [p.name for p in tmp_path.iterdir()] == ["copied.json"]
         written = load_report(path)
         assert written.results == (result(CHECK), later)
-        assert measurements_of(written) == [_measurement(1.0)]
+        assert measurements_of(written) == [measurement(1.0)]
 
 
 class TestPerformanceRegressions:
     def _diff(self, tmp_path: Path, was: float, now: float, **options: float) -> Any:
-        baseline = _benched(tmp_path / "baseline", _measurement(was), _measurement(1.0, name="x"))
-        current = _benched(tmp_path / "current", _measurement(now), _measurement(1.0, name="x"))
+        baseline = _benched(tmp_path / "baseline", measurement(was), measurement(1.0, name="x"))
+        current = _benched(tmp_path / "current", measurement(now), measurement(1.0, name="x"))
         return diff_reports(
             load_reports([baseline]),
             load_reports([current]),
@@ -352,7 +335,7 @@ class TestPerformanceRegressions:
 
     def test_reports_without_benchmarks_compare_none(self, tmp_path: Path) -> None:
         bare = write_report(document("lab-1", [result(CHECK)]), tmp_path / "bare")
-        benched = _benched(tmp_path / "benched", _measurement(0.1))
+        benched = _benched(tmp_path / "benched", measurement(0.1))
         for baseline, current in ((bare, benched), (benched, bare)):
             found = diff_reports(
                 load_reports([baseline]), load_reports([current]), expectations=Expectations.none()
@@ -363,10 +346,10 @@ class TestPerformanceRegressions:
         self, tmp_path: Path
     ) -> None:
         # The nightly diffs against the previous night's matrix.json, not against reports.
-        baseline = load_reports([_benched(tmp_path / "baseline", _measurement(1.0))])
+        baseline = load_reports([_benched(tmp_path / "baseline", measurement(1.0))])
         matrix = tmp_path / "matrix.json"
         matrix.write_text(json.dumps(build_matrix(baseline).to_record()))
-        current = _benched(tmp_path / "current", _measurement(0.7))
+        current = _benched(tmp_path / "current", measurement(0.7))
         found = diff_reports(
             load_reports([matrix]), load_reports([current]), expectations=Expectations.none()
         )
@@ -379,7 +362,7 @@ class TestPerformanceRegressions:
         def benched(directory: str, model: str, ratio: float) -> Path:
             found = document("lab-1", [result(CHECK)], target={**CPU_TARGET, "device_model": model})
             found["benchmarks"] = bench.section(
-                [_measurement(ratio)], started="now", argv=[], quick=False
+                [measurement(ratio)], started="now", argv=[], quick=False
             )
             return write_report(found, tmp_path / directory)
 
@@ -405,8 +388,8 @@ class TestPerformanceRegressions:
     def test_the_markdown_lists_it_apart_from_correctness_and_the_command_exits_1(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        baseline = _benched(tmp_path / "baseline", _measurement(1.0))
-        current = _benched(tmp_path / "current", _measurement(0.7))
+        baseline = _benched(tmp_path / "baseline", measurement(1.0))
+        current = _benched(tmp_path / "current", measurement(0.7))
         text = to_markdown(
             diff_reports(
                 load_reports([baseline]), load_reports([current]), expectations=Expectations.none()

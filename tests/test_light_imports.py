@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from sample_reports import OVERFLOW, document, result
+from sample_reports import OVERFLOW, document, measurement, result
 
-from harness.measurements import GBPS, Measurement
 from harness.records import Outcome
 from harness.report import write_report
 
@@ -87,20 +86,7 @@ def _ptrport(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProc
 
 
 def _benchmarks(ratio: float) -> dict[str, object]:
-    measured = Measurement(
-        name="execute.torch",
-        backend="cpu",
-        size="4 x 4 MiB",
-        unit=GBPS,
-        median=20.0 * ratio,
-        low=18.0 * ratio,
-        high=21.0 * ratio,
-        ratio=ratio,
-        baseline="Tensor.copy_",
-        baseline_median=20.0,
-        repeats=10,
-        timer="time.perf_counter",
-    )
+    measured = measurement(ratio)
     return {
         "measured": "2026-12-02T00:00:00+00:00",
         "torch": "2.13.0+cpu",

@@ -193,3 +193,21 @@ def test_a_worker_that_dies_costs_one_crashed_result_and_the_rest_are_kept(
     ]
     for died in (r for r in report["results"] if r["outcome"] == "crashed"):
         assert died["message"].startswith("crashed: "), died["message"]
+
+
+def test_scenarios_an_xdist_run_did_not_ask_for_still_reach_one_report(
+    pytester: pytest.Pytester,
+) -> None:
+    # No ptrport option and no scenarios package among the paths: the workers find marked
+    # scenarios while collecting, and the controller, which collects nothing, keeps their
+    # results all the same.
+    use_profile(pytester, max_examples=5)
+    copy_scenarios(pytester, "test_table_round_trip")
+    serial = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--platform-name=serial")
+    assert serial.ret == 0
+    parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    assert parallel.ret == 0
+    reports = pytester.path / "reports"
+    (written,) = [p for p in reports.glob("*.json") if p.name != "serial.json"]
+    assert _outcomes(written) == _outcomes(reports / "serial.json")
+    assert len(_outcomes(written)) > 10
