@@ -121,9 +121,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
-    from harness import pytest_setup
+    if REPORT_DIR_OPTION in args:
+        from harness import pytest_setup
 
-    pytest_setup.relocate_if_misled(early_config, args, REPORT_DIR_OPTION)
+        pytest_setup.relocate_if_misled(early_config, args, REPORT_DIR_OPTION)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -177,7 +178,9 @@ class _ResultsArriving:
 
 def _asked(config: pytest.Config) -> bool:
     """Whether the command line asks for a ptrport run: one of our options, or the scenarios
-    package (or a directory holding it) among the paths to collect."""
+    package (or a module of it) among the paths to collect. A directory that merely holds it
+    does not ask (a project's virtualenv under its root holds it); a scenario collected from
+    there starts the session when it is collected."""
     if any(config.getoption(name) is not None for name in _ASKING_OPTIONS):
         return True
     scenarios = _scenarios_directory()
@@ -185,9 +188,7 @@ def _asked(config: pytest.Config) -> bool:
         return False
     for arg in config.args:
         target = _collected_path(arg, config)
-        if target is not None and (
-            target == scenarios or scenarios in target.parents or target in scenarios.parents
-        ):
+        if target is not None and (target == scenarios or scenarios in target.parents):
             return True
     return False
 

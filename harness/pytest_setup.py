@@ -14,7 +14,6 @@ import inspect
 from typing import Any
 
 import pytest
-from _pytest.config.findpaths import determine_setup
 
 APPLIED_BEFORE_PLUGINS = ("addopts", "pythonpath", "required_plugins", "minversion")
 """Settings pytest applies before plugins load, which a configuration found later cannot get."""
@@ -57,6 +56,10 @@ def _determine_setup(namespace: Any, config: pytest.Config) -> tuple[Any, Any, A
         "rootdir_cmd_arg": namespace.rootdir or None,
         "invocation_dir": config.invocation_params.dir,
     }
+    try:
+        from _pytest.config.findpaths import determine_setup
+    except ImportError:
+        return None
     try:
         accepted = inspect.signature(determine_setup).parameters
         found = determine_setup(**{k: v for k, v in offered.items() if k in accepted})

@@ -4,20 +4,13 @@ One process may play several roles, each an object of its own module registered 
 plugin manager (as pytest-xdist registers one object on its controller and another on each
 worker):
 
-============================  =====  ==============  ===========  ===============
-role                          plain  xdist worker    xdist        isolated child
-                                                     controller
-============================  =====  ==============  ===========  ===============
-collection (parametrize,      yes    yes             --           yes
-mark)  :mod:`harness.scenario_items`
-checks (seed, scope, result   yes    yes             --           yes
-per item) :mod:`harness.outcomes`
-isolation, parent side        yes    yes             --           --
-:mod:`harness.isolation`
-isolation, child side         --     --              --           yes
-the report (journal, header,  yes    --              yes          --
-summary) :mod:`harness.run_report`
-============================  =====  ==============  ===========  ===============
+- collection, :class:`harness.scenario_items.ScenarioItems` (parametrize, mark): in a plain
+  run, an xdist worker and an isolated child;
+- checks, :class:`harness.outcomes.CheckOutcomes` (seed, scope, one result per item): the same;
+- isolation's parent side, :class:`harness.isolation.IsolatedChecks`: a plain run and an xdist
+  worker; its child side, :class:`harness.isolation.ChildSide`: an isolated child;
+- the report, :class:`harness.run_report.RunReport` (journal, header, summary): a plain run and
+  an xdist controller.
 
 A check's :class:`~harness.records.Result` travels on the last pytest report of its item
 (:data:`harness.plugin.RESULT_ATTRIBUTE`): from the checks role to the report role in one
@@ -97,6 +90,8 @@ class RunSettings:
             or report_dir_default
             or (CONTROLS_REPORT_DIR if controls_only else REPORT_DIR)
         )
+        # The profile decides whether the run is derandomized, so it is loaded before the
+        # run's seed is chosen.
         profiles.activate(report_dir)
         child = config.getoption("ptrport_child")
         return cls(
