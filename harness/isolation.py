@@ -222,16 +222,24 @@ class IsolatedChecks:
                 command, Path(directory), example_timeout=self.settings.example_timeout
             )
         if ended.result is not None:
-            reports = [
-                self.config.hook.pytest_report_from_serializable(config=self.config, data=data)
-                for data in ended.result["reports"]
-            ]
+            reports = [self._as_ours(item, data) for data in ended.result["reports"]]
         else:
             reports = self._lost(item, info, ended)
         for report in reports:
             item.ihook.pytest_runtest_logreport(report=report)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         return True
+
+    def _as_ours(self, item: pytest.Item, data: dict[str, Any]) -> Any:
+        """A child's report as this run names the item: the child ran it by its absolute path,
+        which it may name otherwise (a module outside the rootdir, as an installed package's
+        scenarios are, has no rootdir-relative path)."""
+        report = self.config.hook.pytest_report_from_serializable(config=self.config, data=data)
+        report.nodeid, report.location = item.nodeid, item.location
+        record = getattr(report, RESULT_ATTRIBUTE, None)
+        if record is not None:
+            record["nodeid"] = item.nodeid
+        return report
 
     def _lost(self, item: pytest.Item, info: CheckInfo, ended: ChildOutcome) -> list[Any]:
         assert ended.outcome is not None and ended.message is not None

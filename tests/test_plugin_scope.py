@@ -5,6 +5,7 @@ report with every result. Real pytest runs in subprocesses (``pytester``), as a 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -211,3 +212,38 @@ def test_scenarios_an_xdist_run_did_not_ask_for_still_reach_one_report(
     (written,) = [p for p in reports.glob("*.json") if p.name != "serial.json"]
     assert _outcomes(written) == _outcomes(reports / "serial.json")
     assert len(_outcomes(written)) > 10
+
+
+def test_ptrport_run_from_another_directory_names_isolated_checks_as_in_process_ones(
+    tmp_path: Path,
+) -> None:
+    # The packaged scenarios lie outside this directory's rootdir; an isolated child runs each
+    # by its absolute path, and the parent names its results as it names its own items.
+    def run(*options: str) -> list[str]:
+        command = [sys.executable, "-m", "harness.cli", "run", "--backend=cpu"]
+        done = subprocess.run(
+            [
+                *command,
+                "-p",
+                "no:cacheprovider",
+                "-k",
+                "table_round_trip and uint64/torch",
+                *options,
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "HYPOTHESIS_PROFILE": "dev"},
+        )
+        assert done.returncode == 0, done.stdout[-3000:]
+        (path,) = (tmp_path / "reports").glob("*.json")
+        nodeids = sorted(r.nodeid or "" for r in load_report(path).results)
+        path.unlink()
+        return nodeids
+
+    in_process = run("--no-isolate")
+    assert len(in_process) == 2 and all(
+        n.startswith("test_table_round_trip.py::") for n in in_process
+    )
+    assert run("--isolate") == in_process
