@@ -20,6 +20,7 @@ import pytest
 
 from harness import controls, profiles
 from harness.fingerprint import execution_target, platform_fingerprint
+from harness.isolation import WORKER_OUTPUT_KEY, Counts
 from harness.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 from harness.records import Outcome, Result
 from harness.report import (
@@ -52,6 +53,8 @@ class RunReport:
         self.verdicts: list[controls.ControlVerdict] = []
         self.expected: int | None = None
         """How many scenario items this process collected (``None`` on an xdist controller)."""
+        self.isolation: Counts | None = None
+        """The isolated checks' children: this process's, or its xdist workers' summed."""
         self._writer: ReportWriter | None = None
         self._in_flight: dict[str, dict[str, Any]] = {}
         self._recorded: set[str] = set()
@@ -168,6 +171,15 @@ class RunReport:
             },
         )
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """An xdist worker ended: add up its isolated children."""
+        counts = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+        if isinstance(counts, dict):
+            if self.isolation is None:
+                self.isolation = Counts()
+            self.isolation.add(counts)
+
     # -- the end --------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -219,6 +231,8 @@ class RunReport:
         terminalreporter.section("ptrport")
         for line in backend_table(self.results):
             terminalreporter.write_line(line)
+        if self.isolation is not None and self.isolation.checks:
+            terminalreporter.write_line(self.isolation.summary())
         speeds = [
             f"{name} {s['wall_s']:.1f} s"
             + (f" ({s['examples_per_s']:.0f} examples/s)" if s["examples"] else "")

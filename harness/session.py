@@ -59,8 +59,8 @@ class RunSettings:
     isolate: bool | None
     """``--isolate`` / ``--no-isolate``; ``None``: isolate non-CPU backends and user subjects."""
     example_timeout: float
-    child_dir: Path | None
-    """Set in an isolated child: where it writes its progress and result for the parent."""
+    child_channel: str | None
+    """Set in an isolated child: the pipes to its parent (:class:`harness.isolation.ChildSide`)."""
     started: float = field(default_factory=time.time)
 
     @classmethod
@@ -93,7 +93,6 @@ class RunSettings:
         # The profile decides whether the run is derandomized, so it is loaded before the
         # run's seed is chosen.
         profiles.activate(report_dir)
-        child = config.getoption("ptrport_child")
         return cls(
             selection=selection,
             backends=backends,
@@ -108,7 +107,7 @@ class RunSettings:
             controls_only=controls_only,
             isolate=config.getoption("ptrport_isolate"),
             example_timeout=config.getoption("ptrport_example_timeout"),
-            child_dir=Path(child) if child else None,
+            child_channel=config.getoption("ptrport_child"),
         )
 
 
@@ -141,11 +140,14 @@ class Session:
             manager.register(collection, "ptrport-collection")
             checks = outcomes.CheckOutcomes(config, settings)
             manager.register(checks, "ptrport-checks")
-            if settings.child_dir is not None:
-                child = isolation.ChildSide(settings.child_dir, checks, config)
+            if settings.child_channel is not None:
+                child = isolation.ChildSide(settings.child_channel, checks, config)
                 manager.register(child, "ptrport-child")
             else:
-                manager.register(isolation.IsolatedChecks(config, settings), "ptrport-isolation")
+                isolated = isolation.IsolatedChecks(config, settings)
+                manager.register(isolated, "ptrport-isolation")
+                if report is not None:
+                    report.isolation = isolated.counts
         return cls(settings, collection, report)
 
     def parametrize(self, metafunc: pytest.Metafunc) -> None:

@@ -5,6 +5,8 @@ result of the run is there and right."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,110 @@ def test_a_segfault_and_a_hang_cost_one_result_each_and_the_run_goes_on(
     ]
     assert {r["outcome"] for r in others} == {"passed"}
     assert {r["subject"] for r in others} == {"segfaulting", "hanging", "uint64/torch"}
+    # One child served every check; the crash and the hang each cost it one replacement.
+    result.stdout.fnmatch_lines(
+        [
+            "isolation: 3 child processes for 6 isolated checks "
+            "(restarted after 1 crashed, 1 timed out, 0 failed)"
+        ]
+    )
+
+
+def test_under_xdist_each_worker_keeps_its_own_child_and_the_results_are_the_same(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(pytester, "test_batch_copy", "test_table_round_trip")
+    result = pytester.runpytest_subprocess(
+        "--backend=cpu",
+        "--subject=crashing_subjects:segfaulting,crashing_subjects:hanging,uint64/torch",
+        "--example-timeout=3",
+        "--platform-name=iso",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    results = _results(pytester)
+    assert len(results) == 9
+    assert results[(COPY, "segfaulting")]["outcome"] == Outcome.CRASHED.value
+    assert results[(COPY, "hanging")]["outcome"] == Outcome.TIMED_OUT.value
+    assert sorted(r["outcome"] for r in results.values()).count("passed") == 7
+    (line,) = [line for line in result.stdout.lines if line.startswith("isolation: ")]
+    started = int(line.split()[1])
+    assert line.endswith("for 6 isolated checks (restarted after 1 crashed, 1 timed out, 0 failed)")
+    assert 3 <= started <= 4, line  # a child per worker that ran checks, plus the two replaced
+
+
+LEFT_OVER = """
+import os
+
+import pytest
+import torch
+
+from harness import presentation
+
+UNPATCHED = torch.Tensor.data_ptr
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_from_the_check_before(request):
+    # Fixtures run before the check's backend scope: whatever the check before presented or
+    # patched in this process must be undone by now.
+    assert torch.Tensor.data_ptr is UNPATCHED
+    assert presentation.active() is None
+    with open("processes.txt", "a") as out:
+        out.write(f"{request.node.originalname} {os.getpid()}\\n")
+"""
+
+CHECKS_IN_ONE_CHILD = """
+import torch
+
+
+def test_1_presents_an_upper_half_address(backend):
+    assert torch.zeros(4).data_ptr() >= 2**63
+
+
+def test_2_presents_one_again(backend):
+    assert torch.zeros(4).data_ptr() >= 2**63
+
+
+def test_3_fails(backend):
+    assert False, "a failure that may have left the process in any state"
+
+
+def test_4_runs_after_the_failure(backend):
+    assert torch.zeros(4).data_ptr() >= 2**63
+"""
+
+
+def test_checks_share_a_child_with_nothing_left_over_and_a_failure_gets_a_fresh_one(
+    pytester: pytest.Pytester,
+) -> None:
+    use_profile(pytester)
+    (pytester.path / "conftest.py").write_text(
+        (pytester.path / "conftest.py").read_text() + LEFT_OVER
+    )
+    pytester.makepyfile(test_scenario=CHECKS_IN_ONE_CHILD)
+    result = pytester.runpytest_subprocess(
+        "--backend=cpu-usm", "--isolate", "-p", "no:cacheprovider", "--platform-name=iso"
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    lines = (pytester.path / "processes.txt").read_text().split()
+    process = dict(zip(lines[::2], lines[1::2], strict=True))
+    assert len(process) == 4 and os.getpid() != int(
+        process["test_1_presents_an_upper_half_address"]
+    )
+    first = process["test_1_presents_an_upper_half_address"]
+    assert process["test_2_presents_one_again"] == first
+    assert process["test_3_fails"] == first
+    assert process["test_4_runs_after_the_failure"] != first
+    result.stdout.fnmatch_lines(
+        [
+            "isolation: 2 child processes for 4 isolated checks "
+            "(restarted after 0 crashed, 0 timed out, 1 failed)"
+        ]
+    )
 
 
 def test_an_isolated_control_is_caught_with_its_counterexample_as_in_process(
@@ -90,24 +196,45 @@ def test_an_isolated_control_is_caught_with_its_counterexample_as_in_process(
     assert caught["found_after"] >= 1
 
 
-def test_a_child_that_exits_without_a_result_is_a_crash(tmp_path: Path) -> None:
-    ended = isolation.run_child(
-        ["python3", "-c", "import os; os._exit(3)"], tmp_path, example_timeout=5
+def _child(tmp_path: Path, then: str) -> isolation.Child:
+    """A stand-in child: it takes its first command, says it started it and is in example 2,
+    then does ``then``."""
+    said = {"command": 1, "count": 2, "example": {"src": "0x8000000000000000"}}
+    script = (
+        "import json, os, sys, time\n"
+        "commands, answers = map(int, sys.argv[-1].split('=')[1].split(','))\n"
+        "os.read(commands, 4096)\n"
+        f"os.write(answers, (json.dumps({said!r}) + '\\n').encode())\n"
+        f"{then}\n"
     )
-    assert ended.outcome == Outcome.CRASHED
+    return isolation.Child([sys.executable, "-c", script], tmp_path)
+
+
+def test_a_child_that_exits_in_a_check_without_its_result_is_a_crash(tmp_path: Path) -> None:
+    child = _child(tmp_path, "os._exit(3)")
+    assert child.send("a.py::test_a") == 1
+    ended = child.wait(1, example_timeout=5)
+    assert ended is not None and ended.outcome == Outcome.CRASHED
     assert ended.message == (
-        "crashed: the check's process exited with status 3 without a result "
-        "before its first example"
+        "crashed: the check's process exited with status 3 without a result in example 2"
     )
+    assert ended.example == {"src": "0x8000000000000000"} and ended.examples == 2
+    child.close()
 
 
 def test_a_child_that_stops_making_progress_is_killed(tmp_path: Path) -> None:
-    progress = tmp_path / isolation.EXAMPLE_FILE
-    document = {"count": 2, "example": {"src": "0x8000000000000000"}}
-    script = (
-        f"import json, time; json.dump({document!r}, open({str(progress)!r}, 'w')); time.sleep(60)"
-    )
-    ended = isolation.run_child(["python3", "-c", script], tmp_path, example_timeout=1)
-    assert ended.outcome == Outcome.TIMED_OUT
+    child = _child(tmp_path, "time.sleep(60)")
+    assert child.send("a.py::test_a") == 1
+    ended = child.wait(1, example_timeout=1)
+    assert ended is not None and ended.outcome == Outcome.TIMED_OUT
     assert ended.example == {"src": "0x8000000000000000"} and ended.examples == 2
     assert ended.duration_s < 30
+    assert child.process.returncode == -9
+    child.close()
+
+
+def test_a_child_that_ends_before_starting_a_check_has_not_crashed_in_it(tmp_path: Path) -> None:
+    child = isolation.Child([sys.executable, "-c", "pass"], tmp_path)
+    number = child.send("a.py::test_a")
+    assert number is None or child.wait(number, example_timeout=5) is None
+    child.close()
