@@ -351,8 +351,8 @@ class IsolatedChecks:
         return True
 
     def _run(self, item: pytest.Item) -> ChildOutcome:
-        """Run ``item`` in the child, starting one if there is none (or the last one ended
-        without starting it: it was closing after a failed check)."""
+        """Run ``item`` in the child, starting one if there is none; once more in a fresh child
+        if the child ended before it started the check (it died while starting)."""
         self.counts.checks += 1
         last_words = ""
         for _ in range(2):
@@ -372,10 +372,10 @@ class IsolatedChecks:
                 0,
                 0.0,
             )
-        if ended.outcome in (Outcome.CRASHED, Outcome.TIMED_OUT, Outcome.ERROR):
+        if ended.outcome in (Outcome.CRASHED, Outcome.TIMED_OUT):
             if ended.outcome is Outcome.CRASHED:
                 self.counts.crashed += 1
-            elif ended.outcome is Outcome.TIMED_OUT:
+            else:
                 self.counts.timed_out += 1
             self._end_child()
         elif ended.result is not None and ended.result.get("child_ends"):

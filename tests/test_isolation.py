@@ -34,18 +34,25 @@ def _results(pytester: pytest.Pytester) -> dict[tuple[str, str], dict[str, Any]]
 COPY = "batch_copy::test_real_entries_are_copied_exactly"
 
 
-def test_a_segfault_and_a_hang_cost_one_result_each_and_the_run_goes_on(
-    pytester: pytest.Pytester,
-) -> None:
+def _run_crashing_and_hanging(pytester: pytest.Pytester, *more: str) -> pytest.RunResult:
+    """The copy and round-trip scenarios over a subject that segfaults in ``execute``, one that
+    hangs there, and a built-in one, on the CPU (users' subjects run isolated)."""
     _setup(pytester, "test_batch_copy", "test_table_round_trip")
-    result = pytester.runpytest_subprocess(
+    return pytester.runpytest_subprocess(
         "--backend=cpu",
         "--subject=crashing_subjects:segfaulting,crashing_subjects:hanging,uint64/torch",
         "--example-timeout=3",
         "--platform-name=iso",
         "-p",
         "no:cacheprovider",
+        *more,
     )
+
+
+def test_a_segfault_and_a_hang_cost_one_result_each_and_the_run_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
+    result = _run_crashing_and_hanging(pytester)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -79,17 +86,7 @@ def test_a_segfault_and_a_hang_cost_one_result_each_and_the_run_goes_on(
 def test_under_xdist_each_worker_keeps_its_own_child_and_the_results_are_the_same(
     pytester: pytest.Pytester,
 ) -> None:
-    _setup(pytester, "test_batch_copy", "test_table_round_trip")
-    result = pytester.runpytest_subprocess(
-        "--backend=cpu",
-        "--subject=crashing_subjects:segfaulting,crashing_subjects:hanging,uint64/torch",
-        "--example-timeout=3",
-        "--platform-name=iso",
-        "-p",
-        "no:cacheprovider",
-        "-n",
-        "2",
-    )
+    result = _run_crashing_and_hanging(pytester, "-n", "2")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     results = _results(pytester)
     assert len(results) == 9
