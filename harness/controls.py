@@ -21,7 +21,7 @@ from harness.backends import Backend
 from harness.batches import Batch
 from harness.engines import AdmittedCopy, TorchEngine, TritonEngine, admit
 from harness.errors import CapacityExceeded
-from harness.records import Outcome, Result
+from harness.records import Outcome, Result, compact_example
 from harness.subjects import Subject, TableSubject, builtin_subjects
 from harness.tables import INT64_BITCAST, UINT64, Encoding
 
@@ -403,25 +403,7 @@ COUNTEREXAMPLE_WIDTH = 72
 def show_counterexample(example: dict[str, Any] | None) -> str:
     """A one-line rendering of a recorded example (entries as ``src->dst:nbytes``), cut to
     :data:`COUNTEREXAMPLE_WIDTH`."""
-    if not example:
-        return ""
-    text = ", ".join(f"{key}={_compact(value)}" for key, value in example.items())
-    if len(text) > COUNTEREXAMPLE_WIDTH:
-        text = text[: COUNTEREXAMPLE_WIDTH - 3] + "..."
-    return text
-
-
-def _compact(value: Any) -> str:
-    if isinstance(value, dict):
-        kind = value.get("type")
-        if kind == "entry":
-            return f"{value['src']}->{value['dst']}:{value['nbytes']}"
-        if kind == "batch":
-            return _compact(value["entries"])
-        return "{" + ", ".join(f"{k}={_compact(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_compact(v) for v in value) + "]"
-    return str(value)
+    return compact_example(example, width=COUNTEREXAMPLE_WIDTH)
 
 
 def table(verdicts: Sequence[ControlVerdict]) -> list[str]:

@@ -156,3 +156,27 @@ def describe(value: Any, key: str = "") -> Any:
 def describe_example(values: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs of one Hypothesis example, by argument name."""
     return {name: describe(value, name) for name, value in values.items()}
+
+
+def compact_example(example: dict[str, Any] | None, width: int | None = None) -> str:
+    """A recorded example on one line, entries as ``src->dst:nbytes`` (``key=value, ...``),
+    cut to ``width`` characters if given."""
+    if not example:
+        return ""
+    text = ", ".join(f"{key}={_compact(value)}" for key, value in example.items())
+    if width is not None and len(text) > width:
+        text = text[: width - 3] + "..."
+    return text
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if kind == "entry":
+            return f"{value['src']}->{value['dst']}:{value['nbytes']}"
+        if kind == "batch":
+            return _compact(value["entries"])
+        return "{" + ", ".join(f"{k}={_compact(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_compact(v) for v in value) + "]"
+    return str(value)

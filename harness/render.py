@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import op_support
+from harness import compat, op_support
 from harness.errors import HarnessError
 from harness.markup import html_text, markdown_code, markdown_text
 from harness.matrix import BackendColumn, Cell, CellState, Matrix, Platform, Row, cell_verdict
@@ -250,6 +250,14 @@ td.count { text-align: right; }
 details summary { cursor: pointer; }
 .message { white-space: pre-wrap; font-weight: normal; }
 pre { background: #f6f8fa; padding: 0.5em; margin: 0.25em 0; font-weight: normal; }
+#headline ul { padding-left: 1.2em; }
+.good { color: #1a7f37; }
+.bad { color: #cf222e; font-weight: bold; }
+.failure { border-left: 4px solid #cf222e; padding: 0.1em 0.75em; margin: 0.5em 0; }
+.failure p { margin: 0.2em 0; }
+.failure pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 8em; overflow: auto; }
+pre.repro { background: #fff; border: 1px solid #d0d7de; }
+table.grid td { min-width: 8em; }
 """.strip()
 
 # Even if some text escaped its escaping, the page may not run or load anything.
@@ -354,17 +362,115 @@ def _html_scenario(matrix: Matrix, scenario: str) -> str:
     return _tag("section", heading + _tag("table", table, "matrix"))
 
 
-def to_html(matrix: Matrix) -> str:
-    """The matrix as one HTML page that needs nothing else: totals per platform and backend,
-    incomplete runs marked, a table per scenario where each failing cell opens onto its
-    message and minimal counterexample. No script, no external assets."""
+def _counts_text(counts: Counter[CellState]) -> str:
+    shown = [(s, counts[s]) for s in CellState if counts[s] and s is not CellState.NOT_RUN]
+    return ", ".join(f"{n} {LABELS[s]}" for s, n in shown) or "nothing"
+
+
+def _html_headline(matrix: Matrix) -> str:
+    lines = []
+    for line in compat.headlines(matrix):
+        numbers = (
+            f"{line.runs} run, {line.passes} pass, {line.new_failures} new failures, "
+            f"{line.known} known, {line.crashed} crashed"
+        )
+        css = "bad" if line.new_failures else "good"
+        verdicts = [f"uint64 pointer tables: {line.uint64_tables}"]
+        if line.breaking_encodings:
+            verdicts.append("encodings that break: " + ", ".join(line.breaking_encodings))
+        if line.raising_operations:
+            verdicts.append("uint64 operations that raise: " + ", ".join(line.raising_operations))
+        state = "" if line.complete else " " + _tag("span", "incomplete", "incomplete")
+        body = (
+            _tag("strong", html_text(line.platform_id))
+            + state
+            + ": "
+            + _tag("span", html_text(numbers), css)
+            + " — "
+            + html_text("; ".join(verdicts))
+        )
+        lines.append(_tag("li", body))
+    return _tag("section", _tag("h2", "Platforms") + _tag("ul", "".join(lines)), id="headline")
+
+
+def _html_failure(failure: compat.Failure) -> str:
+    where = f"{failure.backend} · {failure.check} · {failure.subject or compat.NO_SUBJECT}"
+    label = "known" if failure.known is not None else LABELS[failure.state]
+    css = "known-failure" if failure.known is not None else _css_class(failure.state)
+    parts = [
+        _tag("p", _tag("span", html_text(label), css) + " " + _tag("code", html_text(where))),
+        _tag("p", html_text(failure.first_line), "message"),
+    ]
+    if failure.known is not None:
+        issue = "" if failure.issue is None else f" ({_html_issue(failure.issue)})"
+        parts.append(_tag("p", "known: " + html_text(failure.known) + issue, "message"))
+    if failure.counterexample:
+        parts.append(_tag("pre", html_text(failure.counterexample), "example"))
+    if failure.repro is not None:
+        parts.append(_tag("pre", html_text(failure.repro), "repro"))
+    elif failure.nodeid:
+        parts.append(_tag("p", "rerun: " + _tag("code", html_text(failure.nodeid)), "message"))
+    return _tag("div", "".join(parts), "failure")
+
+
+def _html_failures(matrix: Matrix) -> str:
+    found = compat.failures(matrix)
+    new = sum(f.known is None for f in found)
+    heading = _tag("h2", f"Failures: {new} new, {len(found) - new} known")
+    if not found:
+        return _tag("section", heading + _tag("p", "None."), id="failures")
+    groups = []
+    for platform in dict.fromkeys(f.platform_id for f in found):
+        mine = [_html_failure(f) for f in found if f.platform_id == platform]
+        groups.append(_tag("h3", html_text(platform)) + "".join(mine))
+    return _tag("section", heading + "".join(groups), id="failures")
+
+
+def _html_grid(matrix: Matrix) -> str:
+    subjects, platforms, cells = compat.grid(matrix)
+    head = _tag("th", "subject") + "".join(_tag("th", html_text(p)) for p in platforms)
+    rows = []
+    for subject in subjects:
+        row = _tag("th", html_text(subject), scope="row")
+        for platform in platforms:
+            counts = cells.get((subject, platform))
+            if counts is None:
+                row += _tag("td", "—", "not-run")
+                continue
+            worst = next((s for s in CellState if s.bad and counts.total[s]), None)
+            css = _css_class(worst) if worst is not None else "passed"
+            lines = "".join(
+                _tag("li", html_text(f"{scenario}: {_counts_text(c)}"))
+                for scenario, c in counts.by_scenario.items()
+            )
+            summary = _tag("summary", html_text(_counts_text(counts.total)))
+            row += _tag("td", _tag("details", summary + _tag("ul", lines)), css)
+        rows.append(_tag("tr", row))
+    table = _tag("thead", _tag("tr", head)) + _tag("tbody", "".join(rows))
+    heading = _tag("h2", "Subjects and platforms")
+    return _tag("section", heading + _tag("table", table, "grid"), id="grid")
+
+
+def to_html(matrix: Matrix, trends: str = "") -> str:
+    """The matrix as one HTML page that needs nothing else, in the order its readers ask: a
+    line per platform with its verdict, every failure with its counterexample and the command
+    that reproduces it, subject x platform counts, the nights as a trend (``trends``, HTML of
+    :mod:`harness.trend_chart`, if given), then every check: totals per platform and backend
+    and a table per scenario whose failing cells open onto their message and counterexample.
+    No script, no external assets."""
+    every = [_tag("h3", "Totals") + _html_totals(matrix)]
+    if not matrix.rows:
+        every.append(_tag("p", "No results."))
+    every += [_html_scenario(matrix, s) for s in matrix.scenarios]
+    summary = _tag("summary", html_text(f"Every check ({len(matrix.rows)} rows)"))
     body = [
         _tag("h1", html_text(TITLE)),
-        _tag("section", _tag("h2", "Platforms") + _html_totals(matrix)),
+        _html_headline(matrix),
+        _html_failures(matrix),
+        _html_grid(matrix),
+        trends,
+        _tag("section", _tag("details", summary + "".join(every), id="checks"), id="all"),
     ]
-    if not matrix.rows:
-        body.append(_tag("p", "No results."))
-    body += [_html_scenario(matrix, s) for s in matrix.scenarios]
     head = (
         '<meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{html_text(_POLICY)}">'
@@ -373,7 +479,7 @@ def to_html(matrix: Matrix) -> str:
     )
     return (
         f'<!DOCTYPE html>\n<html lang="en">\n<head>{head}</head>\n<body>\n'
-        + "\n".join(body)
+        + "\n".join(part for part in body if part)
         + "\n</body>\n</html>\n"
     )
 
