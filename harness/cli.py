@@ -19,8 +19,9 @@
 - ``ptrport matrix [KIND...] [--no-run] [--promote]``: the nightly matrix on this machine: tox
   runs each platform kind, then the reports are merged and diffed against the baseline; exit 1
   on a regression or an environment without a report.
-- ``ptrport report merge REPORT... -o OUT``: the compatibility matrix (``.md``, ``.html``,
-  ``.json`` by the extension of OUT).
+- ``ptrport report merge REPORT... -o OUT [--history DIR [--keep N]]``: the compatibility
+  matrix (``.md``, ``.html``, ``.json`` by the extension of OUT); with ``--history``, its JSON
+  also kept in DIR as its night, the newest N (default 30) staying (:mod:`harness.history`).
 - ``ptrport report diff --baseline B CURRENT... [--perf-drop F]``: regressions, performance
   ones (a benchmark ratio fallen by more than F, default 0.2) apart; exit 0 none, 1 some.
 - ``ptrport report render MATRIX.json -o OUT``: a merged matrix in another format.
@@ -43,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import __version__, diff, local_matrix, measurements, render, repro
+from harness import __version__, diff, history, local_matrix, measurements, render, repro
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
 from harness.matrix import build_matrix
@@ -360,6 +361,8 @@ def _expectations(args: argparse.Namespace, reports: list[PlatformReport]) -> Ex
 
 
 def _merge(args: argparse.Namespace) -> int:
+    if args.keep is not None and args.history is None:
+        raise HarnessError("--keep says how many nights --history DIR keeps; name the DIR")
     reports = load_reports(args.reports)
     expectations = _expectations(args, reports)
     matrix = build_matrix(reports, known=expectations.find)
@@ -370,6 +373,10 @@ def _merge(args: argparse.Namespace) -> int:
         f"ptrport: wrote {args.out}: {len(matrix.columns)} columns from {len(reports)} "
         f"reports, {len(matrix.rows)} checks{note}"
     )
+    if args.history is not None:
+        limit = history.DEFAULT_LIMIT if args.keep is None else args.keep
+        kept = history.keep_matrix(matrix, args.history, limit=limit)
+        print(f"ptrport: kept the night as {kept} (the newest {limit} nights stay)")
     return 0
 
 
@@ -439,6 +446,18 @@ def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="file or dir")
     merge.add_argument("-o", "--out", type=Path, required=True, help="OUT.md, .html or .json")
+    merge.add_argument(
+        "--history",
+        type=Path,
+        metavar="DIR",
+        help="also keep the matrix (JSON) in DIR as its night, named by its run's UTC start",
+    )
+    merge.add_argument(
+        "--keep",
+        type=_repeat,
+        metavar="N",
+        help=f"with --history: the newest N nights stay there (default {history.DEFAULT_LIMIT})",
+    )
     merge.set_defaults(run=_merge)
 
     render_ = actions.add_parser(

@@ -22,6 +22,7 @@ LIGHT = (
     "harness.diff",
     "harness.errors",
     "harness.expectations",
+    "harness.history",
     "harness.local_matrix",
     "harness.markup",
     "harness.matrix",
@@ -35,6 +36,7 @@ LIGHT = (
     "harness.repro",
     "harness.schema",
     "harness.summary",
+    "harness.trend_chart",
 )
 """Every module on the path of ``ptrport report ...`` and ``ptrport matrix --no-run``."""
 
