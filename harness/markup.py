@@ -6,7 +6,27 @@ from __future__ import annotations
 import html
 import re
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+# What could change how GitHub-flavoured Markdown renders one line of inline text, or put
+# markup or a link into it. Everything else stays as written, so that ids, versions and
+# addresses read the same as plain text: `cpu-x86-64`, `2.13.0+cpu`, `address_arithmetic`.
+_MARKDOWN_ESCAPED = re.compile(
+    r"""
+      (?P<backslash> \\ (?= [!-/:-@\[-`{-~] | $ ) )  # would escape what follows, or break the line
+    | (?P<entity> [&<>] )                            # raw HTML, entity references
+    | (?P<always> [`*|] )                            # code spans, emphasis, table cells
+    | (?P<underscores> _+ )                          # emphasis, unless inside a word
+    | (?P<tildes> ~+ )                               # strikethrough, code fences
+    | (?P<link> (?<= \] ) \( | ! (?= \[ ) )          # inline links and images
+    | (?P<scheme> (?i: \b (?: https? | ftp | mailto | xmpp ) ) : )  # autolinks
+    | (?P<www> (?i: \b www ) \. )
+    | (?P<email> (?<= [\w.+-] ) @ (?= [\w-]+ \. \w ) )
+    | (?P<closing> (?<= [ ] ) \# (?= \#* $ ) )       # a heading's closing sequence
+    """,
+    re.VERBOSE,
+)
+# What starts a block when it starts a line: an ATX heading, a list item, a thematic break or
+# setext underline, a link reference definition, an ordered list item.
+_LINE_START = re.compile(r"#+(?= |$)|[-+](?= |$)|-(?=-)|=+$|\[(?=[^\]]*\]:)|\d{1,9}(?=[.)]( |$))")
 
 
 def html_text(text: object) -> str:
@@ -14,11 +34,38 @@ def html_text(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _escaped(match: re.Match[str]) -> str:
+    kind, found = match.lastgroup, match[0]
+    if kind == "entity":
+        return html.escape(found, quote=False)
+    if kind in ("scheme", "www"):
+        return found[:-1] + "\\" + found[-1]
+    if kind in ("underscores", "tildes"):
+        text, start, end = match.string, match.start(), match.end()
+        before = text[start - 1] if start else ""
+        after = text[end] if end < len(text) else ""
+        # Emphasis cannot open or close between two spaces, nor `_` inside a word.
+        inert = before == after == " " or (
+            kind == "underscores" and before.isalnum() and after.isalnum()
+        )
+        if inert:
+            return found
+        return "".join("\\" + c for c in found)
+    return "\\" + found
+
+
 def markdown_text(text: object) -> str:
-    """``text`` as literal Markdown inline content, safe inside a table cell: HTML is escaped,
-    Markdown punctuation backslash-escaped, line breaks folded to spaces."""
+    """``text`` as literal GitHub-flavoured Markdown inline content, safe inside a table cell
+    and at the start of a line: HTML is escaped, line breaks folded to spaces, and Markdown
+    punctuation backslash-escaped only where it could make markup or a link."""
     flat = " ".join(str(text).split())
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
+    escaped = _MARKDOWN_ESCAPED.sub(_escaped, flat)
+    start = _LINE_START.match(flat)
+    if start is None:
+        return escaped
+    # The characters that open a block are never escaped above, so they lead `escaped` too.
+    at = start.end() if start[0][:1].isdigit() else 0
+    return escaped[:at] + "\\" + escaped[at:]
 
 
 def markdown_code(text: object) -> str:

@@ -8,6 +8,7 @@ loads nothing; its only external links are issue URLs.
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 from collections import Counter
@@ -115,6 +116,31 @@ def _example_json(example: dict[str, Any]) -> str:
 
 # Markdown
 
+SUMMARY_LIMIT = 1000 * 1024
+"""The most bytes (UTF-8) :func:`to_markdown` writes. GitHub refuses a step's job summary past
+1 MiB: "each step is restricted to a maximum size of 1MiB" (GitHub Docs, Workflow commands for
+GitHub Actions, Step isolation and limits); the rest is room for what else the step adds."""
+
+_LONG_EXAMPLE = 2000
+"""Characters of a counterexample's JSON past which it is among the first details cut."""
+_LONG_MESSAGE = 500
+"""Characters of a message kept once long messages are cut."""
+_FULL_MATRIX = (
+    "the HTML or JSON file that `ptrport report merge` writes (`-o matrix.html`, `-o matrix.json`)"
+)
+
+
+class _Cut(enum.Enum):
+    """What a summary longer than its limit leaves out, least important first; each value is
+    how the closing note names it. The totals and the failures are never among them."""
+
+    PASSING_ROWS = "the table rows where nothing failed"
+    LONG_EXAMPLES = f"the counterexamples over {_LONG_EXAMPLE:,} characters"
+    LONG_MESSAGES = f"each message past its first {_LONG_MESSAGE} characters"
+    EXPECTED = "the details of known and expected failures"
+    EXAMPLES = "the other counterexamples"
+    TABLES = "the scenario tables"
+
 
 def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
@@ -131,7 +157,8 @@ def _md_label(scenario: str, cell: Cell) -> str:
 
 def _md_issue(issue: str) -> str:
     if _ISSUE_URL.fullmatch(issue):
-        return f"[{markdown_text(issue)}]({issue})"
+        # Shown without its scheme, which plain text would have to escape against autolinks.
+        return f"[{markdown_text(issue.removeprefix('https://'))}]({issue})"
     return markdown_text(issue)
 
 
@@ -172,29 +199,51 @@ def _md_totals(matrix: Matrix) -> list[str]:
     return lines
 
 
-def _md_scenario(matrix: Matrix, scenario: str, numbers: dict[_Place, int]) -> list[str]:
+def _md_scenario(
+    matrix: Matrix, scenario: str, numbers: dict[_Place, int], cuts: set[_Cut]
+) -> list[str]:
+    if _Cut.TABLES in cuts:
+        return []
+    rows = [
+        (position, row)
+        for position, row in enumerate(matrix.rows_of(scenario))
+        if _Cut.PASSING_ROWS not in cuts or any(c.state.detailed for c in row.cells)
+    ]
+    left_out = len(matrix.rows_of(scenario)) - len(rows)
+    lines = [f"## {markdown_text(_title(scenario))}", ""]
+    if not rows:
+        return [*lines, f"Nothing failed here; its {left_out:,} rows are left out.", ""]
     headers = []
     for column in matrix.columns:
         parts = [f"{column.platform_id} / {column.backend}", *_main_versions(column)]
         incomplete = "" if column.complete else "<br>**incomplete**"
         headers.append(_md_lines(parts) + incomplete)
-    lines = [
-        f"## {markdown_text(_title(scenario))}",
-        "",
+    lines += [
         _md_row(["check", "subject", *headers]),
         _md_row(["---"] * (len(matrix.columns) + 2)),
     ]
-    for position, row in enumerate(matrix.rows_of(scenario)):
+    for position, row in rows:
         shown = []
         for index, cell in enumerate(row.cells):
             number = numbers.get((scenario, position, index))
             shown.append(_md_label(scenario, cell) + ("" if number is None else f" ({number})"))
         subject = "(none)" if row.subject is None else markdown_text(row.subject)
         lines.append(_md_row([markdown_text(_short_check(row)), subject, *shown]))
+    if left_out:
+        lines += ["", f"{left_out:,} rows where nothing failed are left out."]
     return [*lines, ""]
 
 
-def _md_failure(number: int, row: Row, column: BackendColumn, cell: Cell) -> list[str]:
+def _md_message(message: str, cuts: set[_Cut]) -> str:
+    if _Cut.LONG_MESSAGES in cuts and len(message) > _LONG_MESSAGE:
+        rest = len(message) - _LONG_MESSAGE
+        return f"{markdown_text(message[:_LONG_MESSAGE])} … ({rest:,} more characters)"
+    return markdown_text(message)
+
+
+def _md_failure(
+    number: int, row: Row, column: BackendColumn, cell: Cell, cuts: set[_Cut]
+) -> list[str]:
     where = [row.check, row.subject or "(no subject)", column.name]
     lines = [
         f"### ({number}) {_md_label(row.scenario, cell)} "
@@ -205,30 +254,93 @@ def _md_failure(number: int, row: Row, column: BackendColumn, cell: Cell) -> lis
         issue = "" if cell.issue is None else f" ({_md_issue(cell.issue)})"
         lines += [f"Known: {markdown_text(cell.reason)}{issue}", ""]
     if cell.message:
-        lines += [f"Message: {markdown_text(cell.message)}", ""]
+        lines += [f"Message: {_md_message(cell.message, cuts)}", ""]
     if cell.nodeid:
         lines += [f"Rerun: {markdown_text(cell.nodeid)}", ""]
     if cell.example is not None:
-        lines += ["Minimal counterexample:", "", markdown_code(_example_json(cell.example)), ""]
+        example = _example_json(cell.example)
+        if _Cut.EXAMPLES in cuts or (_Cut.LONG_EXAMPLES in cuts and len(example) > _LONG_EXAMPLE):
+            lines += [f"Minimal counterexample: left out ({len(example):,} characters).", ""]
+        else:
+            lines += ["Minimal counterexample:", "", markdown_code(example), ""]
     return lines
 
 
-def to_markdown(matrix: Matrix) -> str:
+def _md_text(head: list[str], failures: list[list[str]], note: list[str]) -> str:
+    lines = list(head)
+    if failures:
+        lines += ["## Failures", ""]
+        for failure in failures:
+            lines += failure
+    return "\n".join([*lines, *note]).rstrip("\n") + "\n"
+
+
+def _md_cut_note(
+    cuts: list[_Cut], unlisted: int, failures: int, limit: int, full_matrix: str | None
+) -> list[str]:
+    if not cuts:
+        return []
+    parts = [cut.value for cut in cuts]
+    if unlisted:
+        parts.append(f"{unlisted:,} of the {failures:,} failures (the last ones in table order)")
+    where = _FULL_MATRIX if full_matrix is None else markdown_text(full_matrix)
+    return [
+        "",
+        "---",
+        "",
+        f"**Shortened to fit a job summary ({limit // 1024:,} KiB):** left out "
+        + "; ".join(parts)
+        + f". The full matrix is in {where}.",
+    ]
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def to_markdown(
+    matrix: Matrix, *, limit: int = SUMMARY_LIMIT, full_matrix: str | None = None
+) -> str:
     """The matrix as GitHub-flavoured Markdown, sized for a job summary: totals per platform
     and backend with their versions, a table per scenario, then each failing, known, expected
-    or unexpected result with its message and minimal counterexample."""
+    or unexpected result with its message and minimal counterexample.
+
+    Past ``limit`` bytes, the least important parts are left out in a fixed order (the table
+    rows where nothing failed, long counterexamples, the end of long messages, the details of
+    known and expected failures, the other counterexamples, the scenario tables), then the
+    failures that do not fit, and a last line says what was left out and that the whole is in
+    ``full_matrix`` (by default, the HTML or JSON file of the same merge)."""
     detailed = list(_detailed_cells(matrix))
     numbers = {place: n for n, (place, *_) in enumerate(detailed, 1)}
-    lines = [f"# {TITLE}", "", *_md_totals(matrix), ""]
-    if not matrix.rows:
-        lines += ["No results.", ""]
-    for scenario in matrix.scenarios:
-        lines += _md_scenario(matrix, scenario, numbers)
-    if detailed:
-        lines += ["## Failures", ""]
-        for number, (_, row, column, cell) in enumerate(detailed, 1):
-            lines += _md_failure(number, row, column, cell)
-    return "\n".join(lines).rstrip("\n") + "\n"
+    cuts: list[_Cut] = []
+    for cut in (None, *_Cut):
+        if cut is not None:
+            cuts.append(cut)
+        head = [f"# {TITLE}", "", *_md_totals(matrix), ""]
+        if not matrix.rows:
+            head += ["No results.", ""]
+        for scenario in matrix.scenarios:
+            head += _md_scenario(matrix, scenario, numbers, set(cuts))
+        failures = [
+            _md_failure(number, row, column, cell, set(cuts))
+            for number, (_, row, column, cell) in enumerate(detailed, 1)
+            if _Cut.EXPECTED not in cuts or cell.state.bad
+        ]
+        text = _md_text(head, failures, _md_cut_note(cuts, 0, 0, limit, full_matrix))
+        if _size(text) <= limit:
+            return text
+    # Everything else is cut: as many failures as fit, in the order of the tables.
+    total = len(failures)
+    note = _md_cut_note(cuts, total, total, limit, full_matrix)
+    budget = limit - _size(_md_text(head, [["## Failures", ""]], note))
+    kept = 0
+    for failure in failures:
+        budget -= sum(_size(line) + 1 for line in failure)
+        if budget < 0:
+            break
+        kept += 1
+    note = _md_cut_note(cuts, total - kept, total, limit, full_matrix)
+    return _md_text(head, failures[:kept], note)
 
 
 # HTML

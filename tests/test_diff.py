@@ -233,7 +233,7 @@ class TestMarkdown:
         text = to_markdown(_diff(_changed(FIRST, Outcome.FAILED, message)))
         assert "<script>" not in text
         (row,) = [line for line in text.splitlines() if "alert" in line]
-        assert "&lt;script&gt;alert\\(1\\)&lt;/script&gt; \\| x \\`y\\` \\*z\\*" in row
+        assert "&lt;script&gt;alert(1)&lt;/script&gt; \\| x \\`y\\` \\*z\\*" in row
         assert len(UNESCAPED_PIPE.findall(row)) == 7
         assert row.startswith(f"| {markdown_text(CHECKS[0])} | uint64/torch | cpu | passed |")
 
@@ -245,7 +245,7 @@ class TestMarkdown:
             [unwritten_report("lab-1", BASELINE)], [current], expectations=Expectations.none()
         )
         old, new = markdown_text("2.13.0+cpu"), markdown_text("2.14.0+cpu")
-        assert f"### lab\\-1 (torch {old} → {new})" in to_markdown(diff).splitlines()
+        assert f"### lab-1 (torch {old} → {new})" in to_markdown(diff).splitlines()
 
     def test_known_failures_show_their_reason_and_issue(self, tmp_path: Path) -> None:
         expectations = expectations_file(
@@ -257,7 +257,7 @@ class TestMarkdown:
         assert text.splitlines()[0] == "## ptrport diff: no regressions"
         assert "**Known failures (1)**" in text
         assert "uint64 &lt;b&gt;copy\\_&lt;/b&gt; is missing" in text
-        assert "](https://github.com/pytorch/pytorch/issues/12345)" in text
+        assert "](https\\://github.com/pytorch/pytorch/issues/12345)" in text
         assert "<b>" not in text
 
     def test_fixed_appeared_and_disappeared_results_are_tabled(self) -> None:
@@ -305,13 +305,13 @@ class TestMarkdown:
         text = to_markdown(diff)
         assert text.splitlines()[0] == "## ptrport diff: 1 regression"
         assert "### Missing platforms" in text
-        assert "| lab\\-2 | 21 |" in text
+        assert "| lab-2 | 21 |" in text
         assert "### New platforms" in text
-        assert "| lab\\-3 | 21 |" in text
+        assert "| lab-3 | 21 |" in text
         assert "### Stale expectations" in text
         assert (
-            "| known\\[0\\] | gone::test\\_x | matches no result | removed \\| &lt;i&gt; |" in text
+            "| known\\[0\\] | gone::test_x | matches no result | removed \\| &lt;i&gt; |" in text
         )
         assert "stale expectations: 1; expectations not checked: 1." in text
         unchecked = text[text.index("### Expectations not checked") :]
-        assert f"| known\\[1\\] | {markdown_text(CHECKS[0])} | lab\\-2, lab\\_4 |" in unchecked
+        assert f"| known\\[1\\] | {markdown_text(CHECKS[0])} | lab-2, lab_4 |" in unchecked

@@ -118,18 +118,18 @@ class TestMarkdown:
         header = _cells_of(rows[0])
         assert header[:3] == ["platform", "backend", "run"]
         lab_1 = dict(zip(header, _cells_of(rows[2]), strict=True))
-        assert lab_1["platform"] == "lab\\-1"
+        assert lab_1["platform"] == "lab-1"
         assert lab_1["FAIL"] == "**1**"
         assert lab_1["known"] == "1"
-        assert "torch 2.13.0\\+cpu<br>triton 3.9.0" in lab_1["versions"]
+        assert "torch 2.13.0+cpu<br>triton 3.9.0" in lab_1["versions"]
         lab_2 = _cells_of(rows[3])
-        assert lab_2[:2] == ["lab\\-2", "cpu"]
+        assert lab_2[:2] == ["lab-2", "cpu"]
         assert "torch 2.12.0" in lab_2[-1]
 
     def test_a_backend_that_ran_nothing_is_listed_with_its_reason(self, tmp_path: Path) -> None:
         rows = _table_rows(to_markdown(_every_state(tmp_path)))
         xpu = _cells_of(rows[4])
-        assert xpu[:3] == ["lab\\-2", "xpu", "not available: torch 2.13.0\\+cpu has no XPU support"]
+        assert xpu[:3] == ["lab-2", "xpu", "not available: torch 2.13.0+cpu has no XPU support"]
 
     def test_a_platform_without_results_still_has_its_totals_row(self, tmp_path: Path) -> None:
         markdown = to_markdown(build_matrix([report(tmp_path, "empty", [])]))
@@ -140,29 +140,29 @@ class TestMarkdown:
         self, tmp_path: Path
     ) -> None:
         markdown = to_markdown(_every_state(tmp_path))
-        header = _cells_of(markdown.split("## round\\_trip\n\n")[1].splitlines()[0])
+        header = _cells_of(markdown.split("## round_trip\n\n")[1].splitlines()[0])
         assert header == [
             "check",
             "subject",
-            "lab\\-1 / cpu<br>torch 2.13.0\\+cpu<br>triton 3.9.0<br>device Xeon",
-            "lab\\-2 / cpu<br>torch 2.12.0<br>triton 3.9.0<br>device Xeon",
+            "lab-1 / cpu<br>torch 2.13.0+cpu<br>triton 3.9.0<br>device Xeon",
+            "lab-2 / cpu<br>torch 2.12.0<br>triton 3.9.0<br>device Xeon",
         ]
 
     def test_each_cell_state_has_its_short_label(self, tmp_path: Path) -> None:
         markdown = to_markdown(_every_state(tmp_path))
-        table = markdown.split("## round\\_trip\n\n")[1].split("\n\n")[0]
+        table = markdown.split("## round_trip\n\n")[1].split("\n\n")[0]
         shown = [tuple(_cells_of(line)) for line in table.splitlines()[2:]]
         assert shown == [
-            ("test\\_crashed", "uint64/torch", "**CRASH** (1)", "—"),
-            ("test\\_error", "uint64/torch", "**ERROR** (2)", "—"),
-            ("test\\_failed", "uint64/torch", "**FAIL** (3)", "—"),
-            ("test\\_known", "uint64/torch", "known (4)", "—"),
-            ("test\\_passed", "uint64/torch", "pass", "—"),
-            ("test\\_skipped", "uint64/torch", "skip", "—"),
-            ("test\\_unavailable", "uint64/torch", "n/a", "—"),
-            ("test\\_xfailed", "uint64/torch", "xfail (5)", "—"),
-            ("test\\_xpassed", "uint64/torch", "**XPASS** (6)", "—"),
-            ("test\\_passed", "int64/torch", "—", "pass"),
+            ("test_crashed", "uint64/torch", "**CRASH** (1)", "—"),
+            ("test_error", "uint64/torch", "**ERROR** (2)", "—"),
+            ("test_failed", "uint64/torch", "**FAIL** (3)", "—"),
+            ("test_known", "uint64/torch", "known (4)", "—"),
+            ("test_passed", "uint64/torch", "pass", "—"),
+            ("test_skipped", "uint64/torch", "skip", "—"),
+            ("test_unavailable", "uint64/torch", "n/a", "—"),
+            ("test_xfailed", "uint64/torch", "xfail (5)", "—"),
+            ("test_xpassed", "uint64/torch", "**XPASS** (6)", "—"),
+            ("test_passed", "int64/torch", "—", "pass"),
         ]
 
     def test_failures_list_each_message_and_counterexample_in_a_code_block(
@@ -179,11 +179,11 @@ class TestMarkdown:
             "**XPASS**",
         ]
         failed = failures.split("### (3)")[1].split("### (4)")[0]
-        assert "round\\_trip::test\\_failed · uint64/torch · lab\\-1/cpu" in failed
+        assert "round_trip::test_failed · uint64/torch · lab-1/cpu" in failed
         assert f"Message: {OVERFLOW}" in failed
         assert "```\n" + json.dumps(HIGH_ADDRESS, indent=2) + "\n```" in failed
         known = failures.split("### (4)")[1].split("### (5)")[0]
-        assert f"Known: copy\\_ lacks uint64 ([{ISSUE}]({ISSUE}))" in known
+        assert f"Known: copy\\_ lacks uint64 ([{ISSUE.removeprefix('https://')}]({ISSUE}))" in known
 
     def test_a_hostile_message_stays_plain_text_on_one_line(self, tmp_path: Path) -> None:
         markdown = to_markdown(_hostile(tmp_path, HOSTILE + " " + MESSY))
@@ -192,7 +192,7 @@ class TestMarkdown:
         assert HOSTILE in example
         markdown = outside + after
         assert "<script" not in markdown
-        assert "&lt;script&gt;alert\\(1\\)&lt;/script&gt;" in markdown
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown
         assert "<b>" not in markdown
         message = next(line for line in markdown.splitlines() if line.startswith("Message: "))
         assert "a \\| b" in message
@@ -214,9 +214,9 @@ class TestMarkdown:
     def test_a_subject_or_check_with_a_pipe_does_not_add_a_column(self, tmp_path: Path) -> None:
         piped = result("round_trip::test_x[a|b]", subject="evil|subject", message=MESSY)
         markdown = to_markdown(build_matrix([report(tmp_path, "lab-1", [piped])]))
-        table = markdown.split("## round\\_trip\n\n")[1].split("\n\n")[0].splitlines()
+        table = markdown.split("## round_trip\n\n")[1].split("\n\n")[0].splitlines()
         assert [len(_cells_of(line)) for line in table] == [3, 3, 3]
-        assert _cells_of(table[2])[:2] == ["test\\_x\\[a\\|b\\]", "evil\\|subject"]
+        assert _cells_of(table[2])[:2] == ["test_x[a\\|b]", "evil\\|subject"]
 
 
 class TestHtml:
@@ -334,7 +334,7 @@ def test_versions_subjects_and_reasons_from_a_report_are_escaped_too(tmp_path: P
     found = _elements(page)
     assert not {"img", "script"} & found.tags
     assert not {"src", "onerror", "onclick"} & found.attributes
-    assert "&lt;img src=x onerror=alert\\(1\\)&gt;" in markdown
+    assert "&lt;img src=x onerror=alert(1)&gt;" in markdown
 
 
 class TestJsonAndFiles:
@@ -384,6 +384,6 @@ class TestJsonAndFiles:
 def test_a_simulated_column_says_so_under_its_name(tmp_path: Path) -> None:
     matrix = build_matrix([upper_half_report(tmp_path)])
     text = to_markdown(matrix)
-    assert "cpu\\-usm<br>simulated upper half" in text
+    assert "cpu-usm<br>simulated upper half" in text
     assert text.count("simulated upper half") == 1
     assert "simulated upper half" in to_html(matrix)
