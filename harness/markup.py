@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 # What could change how GitHub-flavoured Markdown renders one line of inline text, or put
 # markup or a link into it. Everything else stays as written, so that ids, versions and
@@ -14,7 +15,7 @@ _MARKDOWN_ESCAPED = re.compile(
       (?P<backslash> \\ (?= [!-/:-@\[-`{-~] | $ ) )  # would escape what follows, or break the line
     | (?P<entity> [&<>] )                            # raw HTML, entity references
     | (?P<always> [`*|] )                            # code spans, emphasis, table cells
-    | (?P<underscores> _+ )                          # emphasis, unless inside a word
+    | (?P<underscores> _+ )                          # emphasis, where one could open
     | (?P<tildes> ~+ )                               # strikethrough, code fences
     | (?P<link> (?<= \] ) \( | ! (?= \[ ) )          # inline links and images
     | (?P<scheme> (?i: \b (?: https? | ftp | mailto | xmpp ) ) : )  # autolinks
@@ -34,6 +35,27 @@ def html_text(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _punctuation(char: str) -> bool:
+    return unicodedata.category(char)[0] in "PS"
+
+
+def _can_open(text: str, start: int, end: int, *, underscore: bool) -> bool:
+    """Whether the run ``text[start:end]`` of ``_`` or ``~`` could open emphasis or
+    strikethrough by CommonMark's flanking rules, taking what is before the text as a space
+    and what is after it as a letter, the cases where it could."""
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else "a"
+    left = not after.isspace() and (
+        not _punctuation(after) or before.isspace() or _punctuation(before)
+    )
+    if not (left and underscore):
+        return left
+    right = not before.isspace() and (
+        not _punctuation(before) or after.isspace() or _punctuation(after)
+    )
+    return not right or _punctuation(before)
+
+
 def _escaped(match: re.Match[str]) -> str:
     kind, found = match.lastgroup, match[0]
     if kind == "entity":
@@ -41,14 +63,10 @@ def _escaped(match: re.Match[str]) -> str:
     if kind in ("scheme", "www"):
         return found[:-1] + "\\" + found[-1]
     if kind in ("underscores", "tildes"):
+        # A run that cannot open cannot close anything either: every run that could open
+        # one is escaped, and the text around this one makes no emphasis with `_` or `~`.
         text, start, end = match.string, match.start(), match.end()
-        before = text[start - 1] if start else ""
-        after = text[end] if end < len(text) else ""
-        # Emphasis cannot open or close between two spaces, nor `_` inside a word.
-        inert = before == after == " " or (
-            kind == "underscores" and before.isalnum() and after.isalnum()
-        )
-        if inert:
+        if not _can_open(text, start, end, underscore=kind == "underscores"):
             return found
         return "".join("\\" + c for c in found)
     return "\\" + found

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness import compat, op_support
 from harness.errors import HarnessError
@@ -130,6 +130,14 @@ _FULL_MATRIX = (
 )
 
 
+class _MdRow(NamedTuple):
+    """A scenario table's row, and whether one of its results failed or is a known or
+    expected failure."""
+
+    line: str
+    failed: bool
+
+
 class _Cut(enum.Enum):
     """What a summary longer than its limit leaves out, least important first; each value is
     how the closing note names it. The totals and the failures are never among them."""
@@ -199,19 +207,26 @@ def _md_totals(matrix: Matrix) -> list[str]:
     return lines
 
 
-def _md_scenario(
-    matrix: Matrix, scenario: str, numbers: dict[_Place, int], cuts: set[_Cut]
-) -> list[str]:
+def _md_table_rows(matrix: Matrix, scenario: str, numbers: dict[_Place, int]) -> list[_MdRow]:
+    rows = []
+    for position, row in enumerate(matrix.rows_of(scenario)):
+        shown = []
+        for index, cell in enumerate(row.cells):
+            number = numbers.get((scenario, position, index))
+            shown.append(_md_label(scenario, cell) + ("" if number is None else f" ({number})"))
+        subject = "(none)" if row.subject is None else markdown_text(row.subject)
+        line = _md_row([markdown_text(_short_check(row)), subject, *shown])
+        rows.append(_MdRow(line, any(c.state.detailed for c in row.cells)))
+    return rows
+
+
+def _md_scenario(matrix: Matrix, scenario: str, rows: list[_MdRow], cuts: set[_Cut]) -> list[str]:
     if _Cut.TABLES in cuts:
         return []
-    rows = [
-        (position, row)
-        for position, row in enumerate(matrix.rows_of(scenario))
-        if _Cut.PASSING_ROWS not in cuts or any(c.state.detailed for c in row.cells)
-    ]
-    left_out = len(matrix.rows_of(scenario)) - len(rows)
+    kept = [r.line for r in rows if _Cut.PASSING_ROWS not in cuts or r.failed]
+    left_out = len(rows) - len(kept)
     lines = [f"## {markdown_text(_title(scenario))}", ""]
-    if not rows:
+    if not kept:
         return [*lines, f"Nothing failed here; its {left_out:,} rows are left out.", ""]
     headers = []
     for column in matrix.columns:
@@ -221,14 +236,8 @@ def _md_scenario(
     lines += [
         _md_row(["check", "subject", *headers]),
         _md_row(["---"] * (len(matrix.columns) + 2)),
+        *kept,
     ]
-    for position, row in rows:
-        shown = []
-        for index, cell in enumerate(row.cells):
-            number = numbers.get((scenario, position, index))
-            shown.append(_md_label(scenario, cell) + ("" if number is None else f" ({number})"))
-        subject = "(none)" if row.subject is None else markdown_text(row.subject)
-        lines.append(_md_row([markdown_text(_short_check(row)), subject, *shown]))
     if left_out:
         lines += ["", f"{left_out:,} rows where nothing failed are left out."]
     return [*lines, ""]
@@ -275,6 +284,26 @@ def _md_text(head: list[str], failures: list[list[str]], note: list[str]) -> str
     return "\n".join([*lines, *note]).rstrip("\n") + "\n"
 
 
+def _md_failures(
+    detailed: list[tuple[_Place, Row, BackendColumn, Cell]], cuts: set[_Cut], budget: int
+) -> tuple[list[list[str]], int]:
+    """The failures' sections in order while they fit in ``budget`` bytes, and how many were
+    meant to be listed."""
+    listed = [
+        (number, d)
+        for number, d in enumerate(detailed, 1)
+        if _Cut.EXPECTED not in cuts or d[3].state.bad
+    ]
+    sections = []
+    for number, (_, row, column, cell) in listed:
+        section = _md_failure(number, row, column, cell, cuts)
+        budget -= sum(_size(line) + 1 for line in section)
+        if budget < 0:
+            break
+        sections.append(section)
+    return sections, len(listed)
+
+
 def _md_cut_note(
     cuts: list[_Cut], unlisted: int, failures: int, limit: int, full_matrix: str | None
 ) -> list[str]:
@@ -312,35 +341,26 @@ def to_markdown(
     ``full_matrix`` (by default, the HTML or JSON file of the same merge)."""
     detailed = list(_detailed_cells(matrix))
     numbers = {place: n for n, (place, *_) in enumerate(detailed, 1)}
+    tables = {s: _md_table_rows(matrix, s, numbers) for s in matrix.scenarios}
+    totals = [f"# {TITLE}", "", *_md_totals(matrix), ""]
+    if not matrix.rows:
+        totals += ["No results.", ""]
     cuts: list[_Cut] = []
     for cut in (None, *_Cut):
         if cut is not None:
             cuts.append(cut)
-        head = [f"# {TITLE}", "", *_md_totals(matrix), ""]
-        if not matrix.rows:
-            head += ["No results.", ""]
-        for scenario in matrix.scenarios:
-            head += _md_scenario(matrix, scenario, numbers, set(cuts))
-        failures = [
-            _md_failure(number, row, column, cell, set(cuts))
-            for number, (_, row, column, cell) in enumerate(detailed, 1)
-            if _Cut.EXPECTED not in cuts or cell.state.bad
-        ]
-        text = _md_text(head, failures, _md_cut_note(cuts, 0, 0, limit, full_matrix))
-        if _size(text) <= limit:
-            return text
-    # Everything else is cut: as many failures as fit, in the order of the tables.
-    total = len(failures)
-    note = _md_cut_note(cuts, total, total, limit, full_matrix)
-    budget = limit - _size(_md_text(head, [["## Failures", ""]], note))
-    kept = 0
-    for failure in failures:
-        budget -= sum(_size(line) + 1 for line in failure)
-        if budget < 0:
-            break
-        kept += 1
-    note = _md_cut_note(cuts, total - kept, total, limit, full_matrix)
-    return _md_text(head, failures[:kept], note)
+        head = list(totals)
+        for scenario, rows in tables.items():
+            head += _md_scenario(matrix, scenario, rows, set(cuts))
+        # Room for the longest note this step could end with.
+        note = _md_cut_note(cuts, len(detailed), len(detailed), limit, full_matrix)
+        budget = limit - _size(_md_text(head, [["## Failures", ""]], note))
+        failures, listed = _md_failures(detailed, set(cuts), budget)
+        if len(failures) == listed:
+            return _md_text(head, failures, _md_cut_note(cuts, 0, 0, limit, full_matrix))
+    # Everything else is cut: the failures that fit, in the order of the tables.
+    note = _md_cut_note(cuts, listed - len(failures), listed, limit, full_matrix)
+    return _md_text(head, failures, note)
 
 
 # HTML

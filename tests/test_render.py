@@ -183,7 +183,7 @@ class TestMarkdown:
         assert f"Message: {OVERFLOW}" in failed
         assert "```\n" + json.dumps(HIGH_ADDRESS, indent=2) + "\n```" in failed
         known = failures.split("### (4)")[1].split("### (5)")[0]
-        assert f"Known: copy\\_ lacks uint64 ([{ISSUE.removeprefix('https://')}]({ISSUE}))" in known
+        assert f"Known: copy_ lacks uint64 ([{ISSUE.removeprefix('https://')}]({ISSUE}))" in known
 
     def test_a_hostile_message_stays_plain_text_on_one_line(self, tmp_path: Path) -> None:
         markdown = to_markdown(_hostile(tmp_path, HOSTILE + " " + MESSY))
