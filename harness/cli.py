@@ -366,17 +366,20 @@ def _merge(args: argparse.Namespace) -> int:
     reports = load_reports(args.reports)
     expectations = _expectations(args, reports)
     matrix = build_matrix(reports, known=expectations.find)
-    render.write(matrix, args.out)
-    incomplete = [r.platform_id for r in reports if not r.complete]
-    note = f"; incomplete: {', '.join(incomplete)}" if incomplete else ""
-    print(
-        f"ptrport: wrote {args.out}: {len(matrix.columns)} columns from {len(reports)} "
-        f"reports, {len(matrix.rows)} checks{note}"
-    )
+    nights: list[history.Night] = []
     if args.history is not None:
         limit = history.DEFAULT_LIMIT if args.keep is None else args.keep
         kept = history.keep_matrix(matrix, args.history, limit=limit)
         print(f"ptrport: kept the night as {kept} (the newest {limit} nights stay)")
+        nights = history.load(args.history)
+    render.write(matrix, args.out, nights)
+    incomplete = [r.platform_id for r in reports if not r.complete]
+    note = f"; incomplete: {', '.join(incomplete)}" if incomplete else ""
+    trend = f", a trend over {len(nights)} nights" if nights else ""
+    print(
+        f"ptrport: wrote {args.out}: {len(matrix.columns)} columns from {len(reports)} "
+        f"reports, {len(matrix.rows)} checks{trend}{note}"
+    )
     return 0
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import diff, render
+from harness import diff, history, render
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
 from harness.matrix import CellState, Matrix, build_matrix
@@ -32,6 +32,8 @@ DEFAULT_KINDS = ("cpu", "cpu-latest")
 BASELINE = Path("reports/baseline/matrix.json")
 EXPECTATIONS = Path("reports/expectations.toml")
 OUTPUTS = ("matrix.md", "matrix.html", "matrix.json")
+HISTORY = "history"
+"""Under the reports directory: the nights kept for the trend (the newest 30)."""
 
 
 @dataclass(frozen=True)
@@ -101,18 +103,25 @@ def merge_and_diff(
     baseline: Path | None,
     expectations: Path | None = EXPECTATIONS,
     runs: Sequence[EnvRun] = (),
+    history_dir: Path | None = None,
 ) -> Outcome:
     """Merge ``report_files`` (or a directory of them) into ``out_dir``/matrix.*, and diff
-    against ``baseline`` (only the platforms present now, when ``runs`` says which ran)."""
+    against ``baseline`` (only the platforms present now, when ``runs`` says which ran). With
+    ``history_dir``, the merged matrix is kept there as a night (:mod:`harness.history`) and
+    the page and the Markdown show the nights kept as a trend."""
     current = load_reports(list(report_files))
     previous = load_reports([baseline]) if baseline is not None and baseline.exists() else None
     known = _expectations(expectations, current + (previous or []))
     matrix = build_matrix(current, known=known.find)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
+    nights: list[history.Night] = []
+    if history_dir is not None:
+        written.append(history.keep_matrix(matrix, history_dir))
+        nights = history.load(history_dir)
     for name in OUTPUTS:
         path = out_dir / name
-        render.write(matrix, path)
+        render.write(matrix, path, nights)
         written.append(path)
     found = None
     if previous is not None:
@@ -178,7 +187,12 @@ def main_run(
         if not files:
             raise HarnessError(f"no environment wrote a report ({', '.join(kinds)})")
     outcome = merge_and_diff(
-        files, reports, baseline=baseline, expectations=expectations, runs=runs
+        files,
+        reports,
+        baseline=baseline,
+        expectations=expectations,
+        runs=runs,
+        history_dir=reports / HISTORY,
     )
     for line in summary(outcome, baseline):
         print(f"ptrport: {line}")

@@ -12,12 +12,13 @@ import enum
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness import compat, op_support
+from harness import compat, op_support, trend_chart
 from harness.errors import HarnessError
+from harness.history import Night
 from harness.markup import html_text, markdown_code, markdown_text
 from harness.matrix import BackendColumn, Cell, CellState, Matrix, Platform, Row, cell_verdict
 
@@ -275,13 +276,38 @@ def _md_failure(
     return lines
 
 
-def _md_text(head: list[str], failures: list[list[str]], note: list[str]) -> str:
+def _md_text(
+    head: list[str], failures: list[list[str]], note: list[str], tail: Sequence[str] = ()
+) -> str:
+    """``head``, the failures, ``tail`` (the scenario tables, the trend), the cut note."""
     lines = list(head)
     if failures:
         lines += ["## Failures", ""]
         for failure in failures:
             lines += failure
-    return "\n".join([*lines, *note]).rstrip("\n") + "\n"
+    return "\n".join([*lines, *tail, *note]).rstrip("\n") + "\n"
+
+
+def _md_headline(matrix: Matrix) -> list[str]:
+    """A line per platform: its counts and the verdict on uint64 pointer tables."""
+    lines = []
+    for line in compat.headlines(matrix):
+        state = "" if line.complete else " (incomplete)"
+        numbers = (
+            f"{line.runs} run, {line.passes} pass, **{line.new_failures} new failures**, "
+            f"{line.known} known, {line.crashed} crashed"
+        )
+        more = []
+        if line.breaking_encodings:
+            more.append("encodings that break: " + ", ".join(line.breaking_encodings))
+        if line.raising_operations:
+            more.append("uint64 operations that raise: " + ", ".join(line.raising_operations))
+        lines.append(
+            f"- **{markdown_text(line.platform_id)}**{state}: {numbers}; "
+            f"uint64 pointer tables: **{line.uint64_tables}**"
+            + "".join(f"; {markdown_text(m)}" for m in more)
+        )
+    return lines
 
 
 def _md_failures(
@@ -328,11 +354,17 @@ def _size(text: str) -> int:
 
 
 def to_markdown(
-    matrix: Matrix, *, limit: int = SUMMARY_LIMIT, full_matrix: str | None = None
+    matrix: Matrix,
+    *,
+    limit: int = SUMMARY_LIMIT,
+    full_matrix: str | None = None,
+    trend: Sequence[str] = (),
 ) -> str:
-    """The matrix as GitHub-flavoured Markdown, sized for a job summary: totals per platform
-    and backend with their versions, a table per scenario, then each failing, known, expected
-    or unexpected result with its message and minimal counterexample.
+    """The matrix as GitHub-flavoured Markdown, sized for a job summary, in the order its
+    readers ask: a line per platform with its verdict, totals per platform and backend with
+    their versions, each failing, known, expected or unexpected result with its message and
+    minimal counterexample, a table per scenario, then ``trend`` (the nights kept, from
+    :func:`harness.trend_chart.trends_markdown`).
 
     Past ``limit`` bytes, the least important parts are left out in a fixed order (the table
     rows where nothing failed, long counterexamples, the end of long messages, the details of
@@ -342,25 +374,28 @@ def to_markdown(
     detailed = list(_detailed_cells(matrix))
     numbers = {place: n for n, (place, *_) in enumerate(detailed, 1)}
     tables = {s: _md_table_rows(matrix, s, numbers) for s in matrix.scenarios}
-    totals = [f"# {TITLE}", "", *_md_totals(matrix), ""]
+    head = [f"# {TITLE}", "", *_md_headline(matrix), "", *_md_totals(matrix), ""]
     if not matrix.rows:
-        totals += ["No results.", ""]
+        head += ["No results.", ""]
+    trend_lines = [*trend, ""] if trend else []
     cuts: list[_Cut] = []
     for cut in (None, *_Cut):
         if cut is not None:
             cuts.append(cut)
-        head = list(totals)
+        tail = []
         for scenario, rows in tables.items():
-            head += _md_scenario(matrix, scenario, rows, set(cuts))
+            tail += _md_scenario(matrix, scenario, rows, set(cuts))
+        tail += trend_lines
         # Room for the longest note this step could end with.
         note = _md_cut_note(cuts, len(detailed), len(detailed), limit, full_matrix)
-        budget = limit - _size(_md_text(head, [["## Failures", ""]], note))
+        budget = limit - _size(_md_text(head, [["## Failures", ""]], note, tail))
         failures, listed = _md_failures(detailed, set(cuts), budget)
         if len(failures) == listed:
-            return _md_text(head, failures, _md_cut_note(cuts, 0, 0, limit, full_matrix))
+            note = _md_cut_note(cuts, 0, 0, limit, full_matrix)
+            return _md_text(head, failures, note, tail)
     # Everything else is cut: the failures that fit, in the order of the tables.
     note = _md_cut_note(cuts, listed - len(failures), listed, limit, full_matrix)
-    return _md_text(head, failures, note)
+    return _md_text(head, failures, note, tail)
 
 
 # HTML
@@ -628,14 +663,21 @@ FORMATS: dict[str, Callable[[Matrix], str]] = {
 }
 
 
-def write(matrix: Matrix, out: Path) -> None:
+def write(matrix: Matrix, out: Path, nights: Sequence[Night] = ()) -> None:
     """Write the matrix to ``out`` in the format its extension names (``.md``, ``.html``,
-    ``.json``); raise :class:`RenderError` for any other extension or a file that cannot be
-    written."""
-    render = FORMATS.get(out.suffix.lower())
+    ``.json``), with the ``nights`` kept so far (:mod:`harness.history`, oldest first) as a
+    trend in the page and the Markdown; raise :class:`RenderError` for any other extension or
+    a file that cannot be written."""
+    suffix = out.suffix.lower()
+    render = FORMATS.get(suffix)
     if render is None:
         raise RenderError(f"{out}: unknown output format '{out.suffix}'; use .md, .html or .json")
-    text = render(matrix)
+    if nights and suffix == ".html":
+        text = to_html(matrix, trends=trend_chart.trends_html(nights))
+    elif nights and suffix == ".md":
+        text = to_markdown(matrix, trend=trend_chart.trends_markdown(nights))
+    else:
+        text = render(matrix)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from sample_reports import HIGH_ADDRESS, OVERFLOW, Known, report, result
 
-from harness import compat
+from harness import compat, history
 from harness.cli import main
 from harness.matrix import Matrix, build_matrix
 from harness.records import Outcome, Result
-from harness.render import to_html
+from harness.render import to_html, write
 
 ISSUE = "https://github.com/pytorch/pytorch/issues/12345"
 CHROMIUM_ENV = "PTRPORT_REQUIRE_CHROMIUM"
@@ -157,3 +157,19 @@ def test_chromium_shows_the_failures_before_the_grid(tmp_path: Path) -> None:
     assert dumped.count("ptrport report repro reports/lab-1.json") == 1  # the one with an example
     assert dumped.count("rerun: ") >= 2
     assert "<script" not in dumped
+
+
+def test_the_nights_kept_are_drawn_after_the_grid_and_summed_up_in_the_markdown(
+    tmp_path: Path,
+) -> None:
+    matrix = _matrix(tmp_path / "reports")
+    night = history.read_night(history.keep_matrix(matrix, tmp_path / "history"))
+    write(matrix, tmp_path / "matrix.html", [night])
+    page = (tmp_path / "matrix.html").read_text()
+    order = [page.index(f'id="{name}"') for name in ("failures", "grid", "trends", "all")]
+    assert order == sorted(order)
+    assert page.count("<svg") == 2  # one chart per platform
+    write(matrix, tmp_path / "matrix.md", [night])
+    assert "## Across nights" in (tmp_path / "matrix.md").read_text()
+    write(matrix, tmp_path / "plain.html")
+    assert 'id="trends"' not in (tmp_path / "plain.html").read_text()

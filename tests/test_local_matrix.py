@@ -44,10 +44,26 @@ def test_merging_writes_the_matrix_in_three_formats_with_both_torch_versions(
     outcome = local_matrix.merge_and_diff([tmp_path], tmp_path, baseline=None, expectations=None)
     assert [p.name for p in outcome.written] == ["matrix.md", "matrix.html", "matrix.json"]
     markdown = (tmp_path / "matrix.md").read_text()
-    assert "torch 2.13.0\\+cpu" in markdown and "torch 2.14.1" in markdown
+    assert "torch 2.13.0+cpu" in markdown and "torch 2.14.1" in markdown
     assert "raises ValueError" in markdown
     assert outcome.diff is None and not outcome.failed
     assert any("no baseline at" in line for line in local_matrix.summary(outcome, None))
+
+
+def test_with_a_history_the_night_is_kept_and_the_page_draws_the_nights(tmp_path: Path) -> None:
+    _two_platforms(tmp_path)
+    kept = tmp_path / local_matrix.HISTORY
+    outcome = local_matrix.merge_and_diff(
+        [tmp_path], tmp_path, baseline=None, expectations=None, history_dir=kept
+    )
+    (night,) = kept.glob("*.json")
+    assert outcome.written[0] == night
+    assert 'id="trends"' in (tmp_path / "matrix.html").read_text()
+    # The history lies under the reports directory and is not read back as a report.
+    again = local_matrix.merge_and_diff(
+        [tmp_path], tmp_path, baseline=None, expectations=None, history_dir=kept
+    )
+    assert len(again.matrix.platforms) == len(outcome.matrix.platforms)
 
 
 def test_a_check_that_got_worse_than_the_baseline_fails_the_run(tmp_path: Path) -> None:

@@ -215,8 +215,10 @@ class TestSizeLimit:
         assert "failures (the last ones" not in note
         assert "HTML or JSON file" in note
         assert _listed_failures(markdown) == failing
-        # The totals come first and whole: a row per platform.
-        totals = markdown.split("\n\n")[1].splitlines()
+        # A line per platform first, then the totals, whole: a row per platform.
+        headline = markdown.split("\n\n")[1].splitlines()
+        assert [line.split("**")[1] for line in headline] == [f"lab-{p}" for p in range(PLATFORMS)]
+        totals = markdown.split("\n\n")[2].splitlines()
         assert [line.split(" | ")[0] for line in totals[2:]] == [
             f"| lab-{p}" for p in range(PLATFORMS)
         ]
@@ -240,7 +242,8 @@ class TestSizeLimit:
         assert of == total
         assert listed > 0
         assert listed + left_out == total
-        assert markdown.startswith("# ptrport compatibility matrix\n\n| platform |")
+        assert markdown.startswith("# ptrport compatibility matrix\n\n- **lab-0**")
+        assert "\n\n| platform |" in markdown
 
     def test_the_cuts_come_in_a_fixed_order(self) -> None:
         matrix = _eight_platforms(fail_every=40)

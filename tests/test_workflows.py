@@ -212,8 +212,8 @@ def test_nightly_report_job_merges_after_every_platform(nightly: dict[str, Any])
 
 def test_nightly_report_job_diffs_against_the_previous_night(nightly: dict[str, Any]) -> None:
     report = nightly["jobs"]["report"]
-    restore = one_step_using(report, "actions/cache/restore")
-    save = one_step_using(report, "actions/cache/save")
+    restore = _cache_step(report, "actions/cache/restore", "reports/baseline")
+    save = _cache_step(report, "actions/cache/save", "reports/baseline")
     # The same path in both: it is part of the cache's version, a restore finds only caches
     # saved with the same paths.
     assert restore["with"]["path"] == save["with"]["path"] == "reports/baseline"
@@ -230,6 +230,30 @@ def test_nightly_report_job_diffs_against_the_previous_night(nightly: dict[str, 
     assert "reports/baseline/matrix.json" in keep["run"]
     tox = running(report, "tox -e report")
     assert steps.index(restore) < steps.index(tox) < steps.index(keep) < steps.index(save)
+
+
+def _cache_step(job: dict[str, Any], action: str, path: str) -> dict[str, Any]:
+    """The one step of ``job`` using ``action`` (a cache restore or save) on ``path``."""
+    found = [
+        step
+        for step in job["steps"]
+        if step.get("uses", "").startswith(action + "@") and step["with"]["path"] == path
+    ]
+    assert len(found) == 1, f"expected one {action} step for {path}, found {len(found)}"
+    return found[0]
+
+
+def test_nightly_report_job_keeps_the_nights_for_the_trend(nightly: dict[str, Any]) -> None:
+    report = nightly["jobs"]["report"]
+    restore = _cache_step(report, "actions/cache/restore", "reports/history")
+    save = _cache_step(report, "actions/cache/save", "reports/history")
+    assert restore["with"]["restore-keys"] == "nightly-history-"
+    assert save["with"]["key"] == "nightly-history-${{ github.run_id }}"
+    assert restore["with"]["key"] != save["with"]["key"]
+    assert always(save) and "hashFiles('reports/history/*.json')" in save["if"]
+    tox = running(report, "tox -e report")
+    steps = report["steps"]
+    assert steps.index(restore) < steps.index(tox) < steps.index(save)
 
 
 def test_nightly_report_job_fails_on_regressions_after_the_summary_and_uploads(
