@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from harness import op_support
 from harness.expectations import Expectation, Expectations
-from harness.markup import markdown_text
+from harness.markup import markdown_issue, markdown_text
 from harness.measurements import Measurement, measurements_of
 from harness.records import Outcome, Result
 from harness.report import PlatformReport, by_platform
@@ -452,9 +452,7 @@ def _version(value: str | None) -> str:
 
 
 def _link(issue: str | None) -> str:
-    # The expectations file accepts only http(s) URLs without spaces, so the escaped text is
-    # a valid link destination too.
-    return "" if issue is None else f"[{markdown_text(issue)}]({markdown_text(issue)})"
+    return "" if issue is None else markdown_issue(issue)
 
 
 def _executed(report: PlatformReport) -> int:

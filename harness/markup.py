@@ -93,3 +93,23 @@ def markdown_code(text: object) -> str:
     while fence in body:
         fence += "`"
     return f"{fence}\n{body}\n{fence}"
+
+
+# Only plain https URLs become links: no quotes, brackets, spaces or backslashes, which could
+# end a Markdown link destination or an attribute early.
+ISSUE_URL = re.compile(r"https://[A-Za-z0-9.-]+(?:/[A-Za-z0-9._~/?#@!$&*+,;=%:-]*)?")
+
+
+def markdown_issue(issue: str) -> str:
+    """An issue as Markdown: a link if it is a plain https URL (shown without its scheme,
+    which plain text would have to escape against autolinks), else text."""
+    if ISSUE_URL.fullmatch(issue):
+        return f"[{markdown_text(issue.removeprefix('https://'))}]({issue})"
+    return markdown_text(issue)
+
+
+def html_issue(issue: str) -> str:
+    """An issue as HTML: a link if it is a plain https URL, else text."""
+    if ISSUE_URL.fullmatch(issue):
+        return f'<a href="{html_text(issue)}">{html_text(issue)}</a>'
+    return html_text(issue)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any, NamedTuple
 from harness import compat, op_support, trend_chart
 from harness.errors import HarnessError
 from harness.history import Night
-from harness.markup import html_text, markdown_code, markdown_text
+from harness.markup import html_issue, html_text, markdown_code, markdown_issue, markdown_text
 from harness.matrix import BackendColumn, Cell, CellState, Matrix, Platform, Row, cell_verdict
 
 TITLE = "ptrport compatibility matrix"
@@ -40,10 +39,6 @@ LABELS: dict[CellState, str] = {
     CellState.NOT_RUN: "—",
 }
 _COUNT_HEADERS = {**LABELS, CellState.NOT_RUN: "not run"}
-
-# Only plain https URLs become links: no quotes, brackets, spaces or backslashes, which could
-# end a Markdown link destination or an attribute early.
-_ISSUE_URL = re.compile(r"https://[A-Za-z0-9.-]+(?:/[A-Za-z0-9._~/?#@!$&*+,;=%:-]*)?")
 
 
 class RenderError(HarnessError):
@@ -164,13 +159,6 @@ def _md_label(scenario: str, cell: Cell) -> str:
     return f"**{label}**" if cell.state.bad else label
 
 
-def _md_issue(issue: str) -> str:
-    if _ISSUE_URL.fullmatch(issue):
-        # Shown without its scheme, which plain text would have to escape against autolinks.
-        return f"[{markdown_text(issue.removeprefix('https://'))}]({issue})"
-    return markdown_text(issue)
-
-
 def _md_totals(matrix: Matrix) -> list[str]:
     states = list(CellState)
     lines = [
@@ -261,7 +249,7 @@ def _md_failure(
         "",
     ]
     if cell.reason is not None:
-        issue = "" if cell.issue is None else f" ({_md_issue(cell.issue)})"
+        issue = "" if cell.issue is None else f" ({markdown_issue(cell.issue)})"
         lines += [f"Known: {markdown_text(cell.reason)}{issue}", ""]
     if cell.message:
         lines += [f"Message: {_md_message(cell.message, cuts)}", ""]
@@ -439,12 +427,6 @@ def _html_lines(parts: list[str]) -> str:
     return "<br>".join(html_text(p) for p in parts)
 
 
-def _html_issue(issue: str) -> str:
-    if _ISSUE_URL.fullmatch(issue):
-        return f'<a href="{html_text(issue)}">{html_text(issue)}</a>'
-    return html_text(issue)
-
-
 def _tag(name: str, body: str, css: str = "", **attributes: str) -> str:
     attrs = "".join(f' {k}="{html_text(v)}"' for k, v in attributes.items())
     if css:
@@ -491,7 +473,7 @@ def _html_totals(matrix: Matrix) -> str:
 def _html_details(label: str, cell: Cell) -> str:
     parts = [_tag("summary", html_text(label))]
     if cell.reason is not None:
-        issue = "" if cell.issue is None else f" ({_html_issue(cell.issue)})"
+        issue = "" if cell.issue is None else f" ({html_issue(cell.issue)})"
         parts.append(_tag("p", "known: " + html_text(cell.reason) + issue, "message"))
     if cell.message:
         parts.append(_tag("p", html_text(cell.message), "message"))
@@ -569,7 +551,7 @@ def _html_failure(failure: compat.Failure) -> str:
         _tag("p", html_text(failure.first_line), "message"),
     ]
     if failure.known is not None:
-        issue = "" if failure.issue is None else f" ({_html_issue(failure.issue)})"
+        issue = "" if failure.issue is None else f" ({html_issue(failure.issue)})"
         parts.append(_tag("p", "known: " + html_text(failure.known) + issue, "message"))
     if failure.counterexample:
         parts.append(_tag("pre", html_text(failure.counterexample), "example"))

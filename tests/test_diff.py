@@ -257,7 +257,10 @@ class TestMarkdown:
         assert text.splitlines()[0] == "## ptrport diff: no regressions"
         assert "**Known failures (1)**" in text
         assert "uint64 &lt;b&gt;copy_&lt;/b&gt; is missing" in text
-        assert "](https\\://github.com/pytorch/pytorch/issues/12345)" in text
+        assert (
+            "[github.com/pytorch/pytorch/issues/12345](https://github.com/pytorch/pytorch/issues/12345)"
+            in text
+        )
         assert "<b>" not in text
 
     def test_fixed_appeared_and_disappeared_results_are_tabled(self) -> None:
