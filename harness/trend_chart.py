@@ -21,7 +21,8 @@ WIDTH = 640
 COUNTS_HEIGHT = 180
 RATIOS_HEIGHT = 140
 LEGEND_ROW = 16
-_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 16, 24, 28
+_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 40, 24, 28
+"""Room around a chart; on the right, for half of the last night's date label."""
 _MAX_DATE_LABELS = 8
 PASS_COLOUR = "#1a7f37"
 FAILURE_COLOUR = "#cf222e"
