@@ -470,11 +470,16 @@ def _html_totals(matrix: Matrix) -> str:
     return _tag("table", _tag("thead", _tag("tr", head)) + _tag("tbody", "".join(rows)), "totals")
 
 
+def _html_known(reason: str, issue: str | None) -> str:
+    """Why a failure is known, and where it is tracked."""
+    tracked = "" if issue is None else f" ({html_issue(issue)})"
+    return _tag("p", "known: " + html_text(reason) + tracked, "message")
+
+
 def _html_details(label: str, cell: Cell) -> str:
     parts = [_tag("summary", html_text(label))]
     if cell.reason is not None:
-        issue = "" if cell.issue is None else f" ({html_issue(cell.issue)})"
-        parts.append(_tag("p", "known: " + html_text(cell.reason) + issue, "message"))
+        parts.append(_html_known(cell.reason, cell.issue))
     if cell.message:
         parts.append(_tag("p", html_text(cell.message), "message"))
     if cell.example is not None:
@@ -551,8 +556,7 @@ def _html_failure(failure: compat.Failure) -> str:
         _tag("p", html_text(failure.first_line), "message"),
     ]
     if failure.known is not None:
-        issue = "" if failure.issue is None else f" ({html_issue(failure.issue)})"
-        parts.append(_tag("p", "known: " + html_text(failure.known) + issue, "message"))
+        parts.append(_html_known(failure.known, failure.issue))
     if failure.counterexample:
         parts.append(_tag("pre", html_text(failure.counterexample), "example"))
     if failure.repro is not None:

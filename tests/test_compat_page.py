@@ -4,14 +4,12 @@ last; and the repro commands it prints work."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from chromium import dump_dom
 from sample_reports import HIGH_ADDRESS, OVERFLOW, Known, report, result
 
 from harness import compat, history
@@ -21,7 +19,6 @@ from harness.records import Outcome, Result
 from harness.render import to_html, write
 
 ISSUE = "https://github.com/pytorch/pytorch/issues/12345"
-CHROMIUM_ENV = "PTRPORT_REQUIRE_CHROMIUM"
 OPERATION = "uint64_operations::test_operation[sort]"
 
 
@@ -126,33 +123,9 @@ def test_a_repro_command_on_the_page_writes_the_script_for_that_failure(
 
 
 def test_chromium_shows_the_failures_before_the_grid(tmp_path: Path) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        reason = "chromium is not installed; it renders the HTML page in this test"
-        if os.environ.get(CHROMIUM_ENV) == "1":
-            pytest.fail(f"{reason}, and {CHROMIUM_ENV}=1 requires it")
-        pytest.skip(reason)
     page = tmp_path / "matrix.html"
     page.write_text(to_html(_matrix(tmp_path / "reports")))
-    common = [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1400,900",
-    ]
-    dumped = subprocess.run(
-        [*common, "--dump-dom", page.resolve().as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    dumped = dump_dom(page, tmp_path / "profile")
     assert dumped.index('id="failures"') < dumped.index('id="grid"')
     assert dumped.count("ptrport report repro reports/lab-1.json") == 1  # the one with an example
     assert dumped.count("rerun: ") >= 2
