@@ -253,7 +253,10 @@ def _md_failure(
         lines += [f"Known: {markdown_text(cell.reason)}{issue}", ""]
     if cell.message:
         lines += [f"Message: {_md_message(cell.message, cuts)}", ""]
-    if cell.nodeid:
+    if cell.example is not None:
+        command = compat.repro_command(column.platform_id, column.backend, row.check, row.subject)
+        lines += ["Reproduce:", "", markdown_code(command), ""]
+    elif cell.nodeid:
         lines += [f"Rerun: {markdown_text(cell.nodeid)}", ""]
     if cell.example is not None:
         example = _example_json(cell.example)

@@ -16,7 +16,7 @@ from harness import compat, history
 from harness.cli import main
 from harness.matrix import Matrix, build_matrix
 from harness.records import Outcome, Result
-from harness.render import to_html, write
+from harness.render import to_html, to_markdown, write
 
 ISSUE = "https://github.com/pytorch/pytorch/issues/12345"
 OPERATION = "uint64_operations::test_operation[sort]"
@@ -146,3 +146,12 @@ def test_the_nights_kept_are_drawn_after_the_grid_and_summed_up_in_the_markdown(
     assert "## Across nights" in (tmp_path / "matrix.md").read_text()
     write(matrix, tmp_path / "plain.html")
     assert 'id="trends"' not in (tmp_path / "plain.html").read_text()
+
+
+def test_the_markdown_gives_each_failure_with_an_example_its_repro_command(tmp_path: Path) -> None:
+    text = to_markdown(_matrix(tmp_path))
+    assert text.index("- **lab-1**") < text.index("## Failures") < text.index("## round_trip")
+    assert (
+        "```\nptrport report repro reports/lab-1.json --check batch_copy::test_copy "
+        "--subject int64/triton --backend cpu-usm -o repro.py\n```"
+    ) in text
