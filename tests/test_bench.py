@@ -399,7 +399,7 @@ class TestPerformanceRegressions:
         assert "performance regressions: 1" in text
         assert "New failures" not in text
         section = text[text.index("### Performance regressions") :]
-        row = "| lab\\-1 | cpu | execute.torch | 4 x 4 MiB | 1 | 0.7 | -30% | 20 GB/s → 14 GB/s |"
+        row = "| lab-1 | cpu | execute.torch | 4 x 4 MiB | 1 | 0.7 | -30% | 20 GB/s → 14 GB/s |"
         assert row in section
         assert "more than 20%" in section
         argv = ["report", "diff", "--baseline", str(baseline), str(current)]

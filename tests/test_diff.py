@@ -281,7 +281,7 @@ class TestMarkdown:
         text = to_markdown(_diff([*BASELINE, *many]))
         assert "**Appeared (21)**" in text
         assert "Too many to list here (more than 20)." in text
-        assert "new::test\\_0" not in text
+        assert "new::test_0 " not in text and "new::test_0|" not in text
 
     def test_coverage_shows_before_and_after_and_is_flagged_when_lost(self) -> None:
         text = to_markdown(_diff(BASELINE[:10]))
