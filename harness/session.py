@@ -113,7 +113,7 @@ class RunSettings:
 
 @dataclass
 class Session:
-    """The roles this process plays in a ptrport run (see the module's table)."""
+    """The roles this process plays in a ptrport run (listed in the module's docstring)."""
 
     settings: RunSettings
     scenario_items: ScenarioItems | None
