@@ -24,14 +24,7 @@ from harness.records import compact_example
 UINT64_PREFIX = "uint64/"
 """Built-in subjects whose pointer tables are ``torch.uint64``: the fix the question is about."""
 NO_SUBJECT = "(no subject)"
-FAILING = (
-    CellState.FAILED,
-    CellState.UNEXPECTED_PASS,
-    CellState.CRASHED,
-    CellState.TIMED_OUT,
-    CellState.ERROR,
-    CellState.KNOWN_FAILURE,
-)
+FAILING = tuple(s for s in CellState if s.bad or s is CellState.KNOWN_FAILURE)
 """The cells the failures list shows: every bad one, and the known failures, marked known."""
 _NOT_RUN = (CellState.SKIPPED, CellState.UNAVAILABLE, CellState.NOT_RUN)
 
@@ -123,14 +116,11 @@ def headlines(matrix: Matrix) -> list[Headline]:
                     continue
                 if row.subject.startswith(UINT64_PREFIX):
                     uint64[cell.state] += 1
-                if cell.state.bad or cell.state in (
-                    CellState.KNOWN_FAILURE,
-                    CellState.EXPECTED_FAILURE,
-                ):
+                if cell.state.detailed:
                     encodings[row.subject.split("/", 1)[0]] = None
         ran = sum(n for s, n in states.items() if s not in _NOT_RUN)
         uint64_ran = sum(n for s, n in uint64.items() if s not in _NOT_RUN)
-        uint64_bad = sum(n for s, n in uint64.items() if s.bad or s is CellState.KNOWN_FAILURE)
+        uint64_bad = sum(n for s, n in uint64.items() if s in FAILING)
         found.append(
             Headline(
                 platform_id=platform.platform_id,
@@ -178,7 +168,7 @@ def failures(matrix: Matrix) -> list[Failure]:
                         nodeid=cell.nodeid,
                     )
                 )
-        found += sorted(here, key=lambda f: f.known is not None)
+        found += sorted(here, key=lambda f: f.state is CellState.KNOWN_FAILURE)
     return found
 
 

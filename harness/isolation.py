@@ -44,7 +44,6 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import pytest
 
 from harness import examples
-from harness.outcomes import check_record
 from harness.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 from harness.records import Outcome, describe_example
 from harness.scenario_items import check_info
@@ -459,7 +458,7 @@ class IsolatedChecks:
                 when,
                 duration=ended.duration_s if when == "call" else 0.0,
             )
-            setattr(report, CHECK_ATTRIBUTE, check_record(info))
+            setattr(report, CHECK_ATTRIBUTE, info.identity())
             if when == "teardown":
                 setattr(report, RESULT_ATTRIBUTE, result.to_record())
             reports.append(report)

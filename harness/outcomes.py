@@ -26,16 +26,6 @@ if TYPE_CHECKING:
     from harness.session import RunSettings
 
 
-def check_record(info: CheckInfo) -> dict[str, Any]:
-    """Which check an item is, as its reports carry it."""
-    return {
-        "check": info.check,
-        "scenario": info.scenario,
-        "subject": info.subject.name if info.subject is not None else None,
-        "backend": info.backend.name,
-    }
-
-
 @dataclass
 class _Pending:
     """A result being assembled from an item's setup, call and teardown reports."""
@@ -91,7 +81,7 @@ class CheckOutcomes:
                 if hasattr(report, "wasxfail"):
                     del report.wasxfail
                 report.outcome = "failed"
-            setattr(report, CHECK_ATTRIBUTE, check_record(info))
+            setattr(report, CHECK_ATTRIBUTE, info.identity())
             self._observe(item, info, call, report)
         return report
 

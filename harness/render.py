@@ -552,10 +552,9 @@ def _html_headline(matrix: Matrix) -> str:
 
 def _html_failure(failure: compat.Failure) -> str:
     where = f"{failure.backend} · {failure.check} · {failure.subject or compat.NO_SUBJECT}"
-    label = "known" if failure.known is not None else LABELS[failure.state]
-    css = "known-failure" if failure.known is not None else _css_class(failure.state)
+    label = _tag("span", html_text(LABELS[failure.state]), _css_class(failure.state))
     parts = [
-        _tag("p", _tag("span", html_text(label), css) + " " + _tag("code", html_text(where))),
+        _tag("p", label + " " + _tag("code", html_text(where))),
         _tag("p", html_text(failure.first_line), "message"),
     ]
     if failure.known is not None:

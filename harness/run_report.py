@@ -110,17 +110,8 @@ class RunReport:
         check = self._in_flight.pop(report.nodeid)
         text = str(report.longrepr or "").strip()
         first = text.splitlines()[0] if text else "the worker died"
-        self.record(
-            Result(
-                check=check["check"],
-                scenario=check["scenario"],
-                subject=check["subject"],
-                backend=check["backend"],
-                outcome=Outcome.CRASHED,
-                message=f"crashed: {first}",
-                nodeid=report.nodeid,
-            )
-        )
+        message = f"crashed: {first}"
+        self.record(Result(**check, outcome=Outcome.CRASHED, message=message, nodeid=report.nodeid))
 
     def record(self, result: Result) -> None:
         """Keep a result, starting the report file with the first one."""

@@ -41,16 +41,18 @@ class CheckInfo:
     subject: Subject | None
     unavailable: str | None
 
+    def identity(self) -> dict[str, Any]:
+        """Which check this is, as a result names it (and as its reports carry it)."""
+        return {
+            "check": self.check,
+            "scenario": self.scenario,
+            "subject": self.subject.name if self.subject is not None else None,
+            "backend": self.backend.name,
+        }
+
     def result(self, outcome: Outcome, **fields: Any) -> Result:
         """This check's result for its subject on its backend."""
-        return Result(
-            check=self.check,
-            scenario=self.scenario,
-            subject=self.subject.name if self.subject is not None else None,
-            backend=self.backend.name,
-            outcome=outcome,
-            **fields,
-        )
+        return Result(**self.identity(), outcome=outcome, **fields)
 
     @property
     def exposing(self) -> bool:

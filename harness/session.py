@@ -65,14 +65,14 @@ class RunSettings:
 
     @classmethod
     def from_config(cls, config: pytest.Config, report_dir_default: str | None) -> RunSettings:
+        known = load_backends()
         try:
-            selection = parse_backend_spec(
-                config.getoption("ptrport_backend") or "available", load_backends()
-            )
+            spec = config.getoption("ptrport_backend") or "available"
+            selection = parse_backend_spec(spec, known)
         except (HarnessError, ValueError) as exc:
             raise pytest.UsageError(f"--backend: {exc}") from None
         try:
-            backends = selection.resolve_present(load_backends())
+            backends = selection.resolve_present(known)
         except (HarnessError, ValueError) as exc:
             raise pytest.UsageError(str(exc)) from None
         platform = config.getoption("ptrport_platform")
