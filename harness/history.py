@@ -201,7 +201,7 @@ def keep_matrix(matrix: Matrix, history_dir: Path, *, limit: int = DEFAULT_LIMIT
     """:func:`keep` for a matrix just merged: its JSON as ``ptrport report merge`` writes it."""
     _check_limit(limit)
     started = _started(matrix.reports, history_dir)
-    return _store(json.dumps(matrix.to_record(), indent=2), started, history_dir, limit)
+    return _store(matrix.to_json(), started, history_dir, limit)
 
 
 def _say(line: str) -> None:

@@ -8,6 +8,7 @@ matrix's record carries the reports it was made from, so
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -210,6 +211,11 @@ class Matrix:
             "rows": [r.to_record() for r in self.rows],
             "reports": [r.to_record() for r in self.reports],
         }
+
+    def to_json(self) -> str:
+        """The record as indented JSON: what ``ptrport report merge -o X.json`` writes and the
+        history keeps."""
+        return json.dumps(self.to_record(), indent=2)
 
 
 def _cell(platform_id: str, result: Result, known: KnownLookup | None) -> Cell:

@@ -641,7 +641,7 @@ def to_html(matrix: Matrix, trends: str = "") -> str:
 
 def to_json(matrix: Matrix) -> str:
     """The matrix's record (reports embedded) as indented JSON."""
-    return json.dumps(matrix.to_record(), indent=2)
+    return matrix.to_json()
 
 
 FORMATS: dict[str, Callable[[Matrix], str]] = {
