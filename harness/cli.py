@@ -19,6 +19,9 @@
 - ``ptrport matrix [KIND...] [--no-run] [--promote]``: the nightly matrix on this machine: tox
   runs each platform kind, then the reports are merged and diffed against the baseline; exit 1
   on a regression or an environment without a report.
+- ``ptrport lint PATH... [--format text|json|sarif] [-o FILE]``: where device addresses flow
+  into storage that cannot hold ``2**63..2**64-1``, found in the source without running it
+  (:mod:`harness.lint`); exit 1 when something is found.
 - ``ptrport report merge REPORT... -o OUT [--history DIR [--keep N]]``: the compatibility
   matrix (``.md``, ``.html``, ``.json`` by the extension of OUT); with ``--history``, its JSON
   also kept in DIR as its night, the newest N (default 30) staying (:mod:`harness.history`).
@@ -580,6 +583,48 @@ def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     bench_.set_defaults(run=_bench)
 
 
+def _lint(args: argparse.Namespace) -> int:
+    from harness.lint import checker, formats
+
+    run = checker.lint_paths(args.paths, jobs=args.jobs)
+    rendered = formats.render(run, args.format)
+    if args.output is None:
+        sys.stdout.write(rendered)
+    else:
+        try:
+            args.output.write_text(rendered, encoding="utf-8")
+        except OSError as exc:
+            raise HarnessError(f"{args.output}: cannot write: {exc.strerror}") from None
+        print(formats.summary(run))
+    return 1 if run.reported else 0
+
+
+def _lint_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    lint_ = commands.add_parser(
+        "lint",
+        help="find where device addresses meet int64, narrow or float storage in Python "
+        "source, without running it; exit 1 if any",
+        description="Reads every *.py file under each PATH (hidden directories, caches and "
+        "virtual environments left out). A site is accepted with a comment on its line: "
+        "# ptrport: ignore[RULE] reason.",
+    )
+    lint_.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="file or directory")
+    lint_.add_argument(
+        "--format",
+        choices=("text", "json", "sarif"),
+        default="text",
+        help="text (default), json, or sarif (SARIF 2.1.0, for GitHub code scanning)",
+    )
+    lint_.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
+    lint_.add_argument(
+        "--jobs",
+        type=_repeat,
+        metavar="N",
+        help="processes for a large tree (default: one per CPU)",
+    )
+    lint_.set_defaults(run=_lint)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ptrport", description="Checks that device addresses in tensors stay intact."
@@ -659,6 +704,7 @@ def _parser() -> argparse.ArgumentParser:
     matrix_.set_defaults(run=_matrix)
     _probe_command(commands)
     _bench_command(commands)
+    _lint_command(commands)
     _report_commands(commands)
     return parser
 

@@ -148,9 +148,10 @@ class TestBlockAddresses:
         computed = [int(v) for v in blocks.tolist()]
         assert blocks.dtype == np.float64
         assert computed != exact
-        # Only the low bits are lost: each rounds to the nearest multiple of 2048.
+        # Only the low bits are lost: each is a multiple of 2048 (the spacing of float64 there),
+        # within 2048 of the address (the base rounds, then the sum: half a step each).
         assert all(
-            abs(c - e) <= 1024 and c % 2048 == 0 for c, e in zip(computed, exact, strict=True)
+            abs(c - e) <= 2048 and c % 2048 == 0 for c, e in zip(computed, exact, strict=True)
         )
 
     @UPPER_HALF

@@ -1,0 +1,196 @@
+"""``ptrport lint`` as a user runs it: text, JSON, exit status, ignore comments, which files it
+reads, and a large tree split across processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.lint.checker import lint_paths
+
+BROKEN = """\
+import torch
+
+
+def pointer_table(ts):
+    return torch.tensor([t.data_ptr() for t in ts], dtype=torch.int64)
+"""
+FIXED = BROKEN.replace("torch.int64", "torch.uint64")
+ACCEPTED = BROKEN.replace(
+    "dtype=torch.int64)",
+    "dtype=torch.int64)  # ptrport: ignore[signed-storage] host pointers, always below 2**47",
+)
+
+
+def _project(tmp_path: Path, **files: str) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_a_finding_is_its_location_rule_what_flows_where_and_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, **{"engine/runner.py": BROKEN, "engine/fixed.py": FIXED})
+    monkeypatch.chdir(tmp_path)
+    assert main(["lint", "engine"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "engine/runner.py:5:12: signed-storage an address from `t.data_ptr()` (line 5) is put "
+        "in `torch.tensor(...)` as torch.int64: values at or above 2**63 overflow"
+    )
+    assert lines[1] == (
+        "    fix: store it as dtype=torch.uint64, or store its int64 bits: "
+        "tensor(..., dtype=torch.uint64).view(torch.int64)"
+    )
+    assert lines[2] == "ptrport lint: 1 finding (signed-storage 1) in 1 of 2 files"
+    assert len(lines) == 3
+
+
+def test_no_finding_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _project(tmp_path, **{"fixed.py": FIXED})
+    assert main(["lint", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "ptrport lint: no findings in 1 file\n"
+
+
+def test_an_ignore_comment_accepts_the_site_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, **{"accepted.py": ACCEPTED})
+    assert main(["lint", str(tmp_path), "--format=json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    [finding] = document["findings"]
+    assert finding["rule"] == "signed-storage"
+    assert finding["suppressed"] == "host pointers, always below 2**47"
+    assert document["summary"] == (
+        "ptrport lint: no findings in 1 file; 1 accepted by ignore comments"
+    )
+
+
+def test_an_ignore_comment_for_another_rule_accepts_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = ACCEPTED.replace("ignore[signed-storage]", "ignore[narrow-storage, signed-stroage]")
+    _project(tmp_path, **{"other.py": other})
+    assert main(["lint", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "signed-storage an address" in out
+    assert f"{tmp_path.as_posix()}/other.py:5: unknown rule 'signed-stroage'" in out
+
+
+def test_json_lists_each_finding_with_its_span(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, **{"runner.py": BROKEN})
+    assert main(["lint", str(tmp_path / "runner.py"), "--format", "json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["files"] == 1
+    [finding] = document["findings"]
+    assert (finding["line"], finding["column"], finding["end_line"]) == (5, 12, 5)
+    assert finding["end_column"] == len(BROKEN.splitlines()[4]) + 1
+    assert finding["fix"].startswith("store it as dtype=torch.uint64")
+    assert finding["suppressed"] is None
+
+
+def test_output_goes_to_a_file_and_the_summary_to_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, **{"runner.py": BROKEN})
+    out = tmp_path / "lint.sarif"
+    assert main(["lint", str(tmp_path), "--format=sarif", "-o", str(out)]) == 1
+    assert capsys.readouterr().out == "ptrport lint: 1 finding (signed-storage 1) in 1 of 1 file\n"
+    assert json.loads(out.read_text())["version"] == "2.1.0"
+
+
+def test_a_missing_path_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["lint", str(tmp_path / "nowhere")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"ptrport: {tmp_path / 'nowhere'}: no such file or directory\n"
+    assert captured.out == ""
+
+
+def test_a_file_that_does_not_parse_is_listed_and_the_rest_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, **{"a.py": BROKEN, "b.py": "def f(:\n    x.data_ptr()\n"})
+    assert main(["lint", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{tmp_path.as_posix()}/b.py:1:7: not checked: invalid syntax" in out
+    assert out.endswith(
+        "ptrport lint: 1 finding (signed-storage 1) in 1 of 2 files; 1 could not be parsed\n"
+    )
+
+
+def test_hidden_directories_caches_and_virtualenvs_are_not_read(tmp_path: Path) -> None:
+    _project(
+        tmp_path,
+        **{
+            "src/runner.py": BROKEN,
+            ".venv/lib/site.py": BROKEN,
+            "env/pyvenv.cfg": "home = /usr/bin\n",
+            "env/lib/torch_code.py": BROKEN,
+            "src/__pycache__/runner.py": BROKEN,
+            "build/lib/runner.py": BROKEN,
+            "notes.txt": BROKEN,
+        },
+    )
+    run = lint_paths([tmp_path])
+    assert run.files == 1
+    assert [f.path for f in run.findings] == [f"{tmp_path.as_posix()}/src/runner.py"]
+
+
+def test_a_named_file_is_read_whatever_its_name(tmp_path: Path) -> None:
+    _project(tmp_path, **{"script": BROKEN})
+    assert [f.rule for f in lint_paths([tmp_path / "script"]).findings] == ["signed-storage"]
+
+
+def test_a_kernel_in_one_file_is_matched_with_its_launch_in_another(tmp_path: Path) -> None:
+    kernels = (
+        "import triton\nimport triton.language as tl\n\n\n"
+        "@triton.jit\ndef gather(table, base: tl.int64):\n    pass\n"
+    )
+    launch = (
+        "from kernels import gather\n\n\n"
+        "def run(t, table):\n    gather[(1,)](table, t.data_ptr())\n"
+    )
+    _project(tmp_path, **{"kernels.py": kernels, "launch.py": launch})
+    [finding] = lint_paths([tmp_path]).findings
+    assert (Path(finding.path).name, finding.line, finding.rule) == (
+        "launch.py",
+        5,
+        "triton-signed-param",
+    )
+    assert "`base` of Triton kernel `gather`" in finding.message
+    assert "kernels.py:6" in finding.message
+
+
+def test_a_large_tree_split_across_processes_finds_the_same(tmp_path: Path) -> None:
+    for index in range(240):
+        source = BROKEN if index % 3 == 0 else FIXED
+        _project(tmp_path, **{f"pkg{index % 7}/module_{index}.py": source})
+    serial = lint_paths([tmp_path], jobs=1)
+    parallel = lint_paths([tmp_path], jobs=2)
+    assert serial.files == parallel.files == 240
+    assert len(serial.findings) == 80
+    assert parallel.findings == serial.findings
+
+
+def test_the_command_runs_as_a_console_script(tmp_path: Path) -> None:
+    _project(tmp_path, **{"runner.py": BROKEN})
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "lint", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.endswith("ptrport lint: 1 finding (signed-storage 1) in 1 of 1 file\n")

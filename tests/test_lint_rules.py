@@ -1,0 +1,334 @@
+"""Each rule of ``ptrport lint`` on small sources, with the near misses it must leave alone;
+the reinterpretation check on the boundary values, and with Hypothesis."""
+
+from __future__ import annotations
+
+import ast
+import struct
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.lint import reinterpret
+from harness.lint.checker import LintRun, lint_paths
+from harness.lint.reinterpret import Reading
+from tests.lint_markers import compare, describe, labels
+
+HEADER = """\
+import array
+import ctypes
+import struct
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+"""
+
+CASES = {
+    "signed-storage": """
+        PTR_DTYPE = torch.int64
+
+        def stage(ts, n):
+            ptrs = [t.data_ptr() for t in ts]
+            table = torch.zeros(n, dtype=PTR_DTYPE)
+            table[0] = ptrs[0]  # expect: signed-storage
+            table[1] = ptrs[1] - ptrs[0]  # clean
+            a = torch.tensor(ptrs, dtype=torch.long)  # expect: signed-storage
+            b = np.array(ptrs, dtype=int)  # expect: signed-storage
+            c = np.fromiter(ptrs, dtype="int64")  # expect: signed-storage
+            d = np.int64(ptrs[0])  # expect: signed-storage
+            e = torch.LongTensor(ptrs)  # expect: signed-storage
+            f = torch.full((4,), ptrs[0], dtype=torch.int64)  # expect: signed-storage
+            g = array.array("q", ptrs)  # expect: signed-storage
+            h = struct.pack("<qi", ptrs[0], 5)  # expect: signed-storage
+            table.fill_(ptrs[0])  # expect: signed-storage
+            ok = torch.tensor(ptrs, dtype=torch.uint64)  # clean
+            table[:] = ok  # clean
+            k = array.array("Q", ptrs)  # clean
+            m = struct.pack("<Qi", ptrs[0], 5)  # clean
+    """,
+    "descriptors and attributes": """
+        class Buffers:
+            def __init__(self, n):
+                self.src = self._make_buffer(n, dtype=torch.int64)
+                self.dst = self._make_buffer(n, dtype=torch.uint64)
+                self.src_np = torch.zeros(n, dtype=torch.int64).numpy()
+
+            def _make_buffer(self, n, dtype):
+                return torch.zeros(n, dtype=dtype)
+
+            def stage(self, ts):
+                for i, t in enumerate(ts):
+                    self.src.np[i] = t.data_ptr()  # expect: signed-storage
+                    self.dst.np[i] = t.data_ptr()  # clean
+                    self.src_np[i] = t.data_ptr()  # expect: signed-storage
+                self.src.np[: len(ts)] = [t.data_ptr() for t in ts]  # expect: signed-storage
+
+        def descriptors(ts):
+            descs = [(t.data_ptr(), t.nbytes) for t in ts]
+            table = torch.tensor(descs, dtype=torch.long)  # expect: signed-storage
+            lengths = torch.tensor([n for _, n in descs], dtype=torch.int64)  # clean
+            addrs = [p for p, _ in descs]
+            sizes = torch.zeros(len(ts), dtype=torch.int32)
+            for i, (p, n) in enumerate(descs):
+                sizes[i] = n  # clean
+            return torch.tensor(addrs, dtype=torch.uint64), table, lengths  # clean
+    """,
+    "a class of the module built with a dtype": """
+        class CpuGpuBuffer:
+            def __init__(self, size, dtype, device="cpu"):
+                self.cpu = torch.zeros(size, dtype=dtype, pin_memory=True)
+                self.gpu = torch.zeros(size, dtype=dtype, device=device)
+                self.np = self.cpu.numpy()
+
+        class Runner:
+            def __init__(self, n):
+                self.src_ptrs = CpuGpuBuffer(n, dtype=torch.int64)
+                self.dst_ptrs = CpuGpuBuffer(n, dtype=torch.uint64)
+                self.sizes = CpuGpuBuffer(n, dtype=torch.int32)
+
+            def stage(self, srcs, dsts):
+                for i, (s, d) in enumerate(zip(srcs, dsts)):
+                    self.src_ptrs.np[i] = s.data_ptr()  # expect: signed-storage
+                    self.dst_ptrs.np[i] = d.data_ptr()  # clean
+                    self.sizes.np[i] = s.nbytes  # clean
+
+        def local_table(ts):
+            buf = CpuGpuBuffer(len(ts), torch.long)
+            buf.np[: len(ts)] = [t.data_ptr() for t in ts]  # expect: signed-storage
+    """,
+    "inferred-int64": """
+        def table(ts):
+            ptrs = []
+            for t in ts:
+                ptrs.append(t.data_ptr())
+            a = torch.tensor(ptrs)  # expect: inferred-int64
+            storages = [t.untyped_storage() for t in ts]
+            b = torch.as_tensor([s.data_ptr() for s in storages])  # expect: inferred-int64
+            c = torch.tensor([t.nbytes for t in ts])  # clean
+            d = np.array(ptrs)  # clean
+    """,
+    "narrow-storage and float-storage": """
+        def narrow(ts):
+            p = ts[0].data_ptr()
+            a = torch.tensor([p], dtype=torch.int32)  # expect: narrow-storage
+            b = ctypes.c_uint32(p)  # expect: narrow-storage
+            c = np.array([p], dtype=np.float64)  # expect: float-storage
+            d = float(p)  # expect: float-storage
+            e = torch.tensor([p], dtype=torch.uint64).to(torch.float32)  # expect: float-storage
+            sizes = torch.tensor([t.nbytes for t in ts], dtype=torch.int32)  # clean
+            f = float(ts[0].nbytes)  # clean
+            buf = torch.zeros(4)
+            buf[0] = p  # expect: float-storage
+    """,
+    "triton-signed-param": """
+        @triton.jit
+        def copy_kernel(src_ptrs, base: tl.int64, ubase: tl.uint64, n: tl.int32):
+            pass
+
+        def to_bits(p):
+            return p - (1 << 64) if p >= 1 << 63 else p
+
+        def launch(t, ts):
+            p = t.data_ptr()
+            copy_kernel[(1,)](
+                ts,
+                p,  # expect: triton-signed-param
+                p,  # clean
+                len(ts),  # clean
+            )
+            copy_kernel[(1,)](ts, to_bits(p), p, 4)  # clean
+            copy_kernel[(1,)](ts, 0, p, n=p)  # expect: triton-signed-param
+    """,
+    "mixed-sign-numpy": """
+        def blocks(t, ids, n, block):
+            base = np.uint64(t.data_ptr())
+            idx = np.arange(n)
+            a = base + idx * block  # expect: mixed-sign-numpy
+            b = base + idx.astype(np.uint64) * np.uint64(block)  # clean
+            c = base + 4096  # clean
+            d = base + np.asarray(ids, dtype=np.int32)  # expect: mixed-sign-numpy
+            e = base + np.asarray(ids, dtype=np.uint32)  # clean
+            lens = np.arange(n) * 2  # clean
+    """,
+    "signed-compare": """
+        def check(ts):
+            ptrs = [t.data_ptr() for t in ts]
+            u = torch.tensor(ptrs, dtype=torch.uint64)
+            assert u.tolist() == ptrs  # clean
+            s = u.view(torch.int64)
+            assert s.tolist() == ptrs  # expect: signed-compare
+            assert [v & 0xFFFF_FFFF_FFFF_FFFF for v in s.tolist()] == ptrs  # clean
+            assert s.view(torch.uint64).tolist() == ptrs  # clean
+            assert ptrs[0] in s.tolist()  # expect: signed-compare
+            assert int(s[0]) == ptrs[0]  # expect: signed-compare
+            assert ptrs[0] % 256 == 0  # clean
+            assert ts[0].data_ptr() == ts[1].data_ptr()  # clean
+    """,
+    "bad-bitcast": """
+        SIGN = 1 << 63
+
+        def to_i64(p):
+            return p - (1 << 64) if p >= SIGN else p
+
+        def stmt_i64(x):
+            if x >= 1 << 63:
+                x -= 1 << 64
+            return x
+
+        def two_returns(x):
+            if x > 2**63 - 1:
+                return x - 2**63  # expect: bad-bitcast
+            return x
+
+        def wrong_i64(p):
+            return p - 2**63  # expect: bad-bitcast
+
+        def stage(ts):
+            ptrs = [t.data_ptr() for t in ts]
+            a = torch.tensor([to_i64(p) for p in ptrs], dtype=torch.int64)  # clean
+            b = torch.tensor([stmt_i64(p) for p in ptrs], dtype=torch.int64)  # clean
+            c = [two_returns(p) for p in ptrs]
+            d = [wrong_i64(p) for p in ptrs]
+            e = [ctypes.c_int64(p).value for p in ptrs]
+            f = torch.tensor(e, dtype=torch.int64)  # clean
+            g = [struct.unpack("q", struct.pack("Q", p))[0] for p in ptrs]
+            h = torch.tensor(g, dtype=torch.int64)  # clean
+            i = [int.from_bytes(p.to_bytes(8, "little"), "little", signed=True) for p in ptrs]
+            j = torch.tensor(i, dtype=torch.int64)  # clean
+            k = [(p ^ (1 << 63)) - (1 << 63) for p in ptrs]
+            m = torch.tensor(k, dtype=torch.int64)  # clean
+            n = ptrs[0] & 0x7FFF_FFFF_FFFF_FFFF  # expect: bad-bitcast
+            o = ptrs[0] % 2**64  # clean
+            q = ptrs[0] & 0x00FF_FFFF_FFFF_FFFF  # clean
+            r = ptrs[0] if ptrs[0] < 2**63 else ptrs[0] - 2**63  # expect: bad-bitcast
+    """,
+    "masks and offsets": """
+        def page(ts, n):
+            table = torch.zeros(n, dtype=torch.int64)
+            aligned = ts[0].data_ptr() & ~0xFFF
+            table[0] = aligned  # expect: signed-storage
+            offset = ts[0].data_ptr() & 0xFFF
+            table[1] = offset  # clean
+            tagged = ts[0].data_ptr() >> 56
+            table[2] = tagged  # clean
+            seen = {t.data_ptr(): t for t in ts}  # clean
+            print(f"{ts[0].data_ptr():#x}", hex(ts[0].data_ptr()))  # clean
+    """,
+    "cuda array interface and addressof": """
+        def sources(t, obj, n):
+            table = np.zeros(n, dtype=np.int64)
+            table[0] = t.__cuda_array_interface__["data"][0]  # expect: signed-storage
+            table[1] = ctypes.addressof(obj)  # expect: signed-storage
+            table[2] = t.__cuda_array_interface__["shape"][0]  # clean
+    """,
+}
+
+
+def _lint(tmp_path: Path, source: str) -> tuple[Path, LintRun]:
+    path = tmp_path / "case.py"
+    path.write_text(HEADER + textwrap.dedent(source), encoding="utf-8")
+    return path, lint_paths([path])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_rule_finds_its_sites_and_only_those(tmp_path: Path, name: str) -> None:
+    path, run = _lint(tmp_path, CASES[name])
+    expected = labels([path])
+    result = compare(run, expected)
+    assert not result.missing, "missing:\n" + describe(run, result.missing)
+    assert not result.unexpected, "unexpected:\n" + describe(run, result.unexpected)
+    assert expected.expected and expected.clean
+
+
+def test_every_rule_has_a_case() -> None:
+    from harness.lint.rules import RULES
+
+    marked = {rule for source in CASES.values() for rule in RULES if f"expect: {rule}" in source}
+    assert marked == set(RULES)
+
+
+# The reinterpretation check.
+
+
+def _expression(text: str) -> ast.expr:
+    node = ast.parse(text, mode="eval").body
+    return node
+
+
+def _classify(text: str, *, signed_input: bool = False) -> Reading | None:
+    node = _expression(text)
+    verdict = reinterpret.classify(
+        node, lambda n: isinstance(n, ast.Name) and n.id == "p", {}, signed_input=signed_input
+    )
+    return verdict.reading if verdict else None
+
+
+@pytest.mark.parametrize(
+    ("text", "reading"),
+    [
+        ("p - 2**64 if p >= 2**63 else p", Reading.SIGNED),
+        ("p - (1 << 64) if p > (1 << 63) - 1 else p", Reading.SIGNED),
+        ("p if p < 0x8000_0000_0000_0000 else p - 0x1_0000_0000_0000_0000", Reading.SIGNED),
+        ("(p ^ (1 << 63)) - (1 << 63)", Reading.SIGNED),
+        ("p & 0xFFFF_FFFF_FFFF_FFFF", Reading.UNSIGNED),
+        ("p % 2**64", Reading.UNSIGNED),
+        ("p - 2**63", Reading.WRONG),
+        ("p - 2**64 if p > 2**63 else p", Reading.WRONG),
+        ("p % 2**63", Reading.WRONG),
+        ("p & 0x7FFF_FFFF_FFFF_FFFF", Reading.WRONG),
+        ("min(p, 2**63 - 1)", Reading.WRONG),
+        ("p - 2**64", Reading.WRONG),
+    ],
+)
+def test_a_reinterpretation_is_judged_at_the_boundaries(text: str, reading: Reading) -> None:
+    assert _classify(text) is reading
+
+
+@pytest.mark.parametrize(
+    ("text", "reading"),
+    [
+        ("p + 2**64 if p < 0 else p", Reading.UNSIGNED),
+        ("p & (2**64 - 1)", Reading.UNSIGNED),
+        ("p % 2**64", Reading.UNSIGNED),
+        ("p + 2**63 if p < 0 else p", Reading.WRONG),
+        ("abs(p) if p < 0 else p", None),
+    ],
+)
+def test_int64_bits_read_back_are_judged_too(text: str, reading: Reading | None) -> None:
+    judged = _classify(text, signed_input=True)
+    assert judged is reading or (reading is None and judged is not Reading.UNSIGNED)
+
+
+@pytest.mark.parametrize("address", [0, 2**63 - 1, 2**63, 0xFFFF_85AB_D4E0_0000, 2**64 - 1])
+def test_the_boundaries_are_among_the_samples(address: int) -> None:
+    assert address in reinterpret.SAMPLES
+    assert reinterpret.as_signed(address) == struct.unpack("<q", struct.pack("<Q", address))[0]
+
+
+@given(
+    shift=st.sampled_from([1 << 64, (1 << 64) - 1, (1 << 64) + 1, 1 << 63, (1 << 63) + 1])
+    | st.integers(1, 1 << 65),
+    threshold=st.sampled_from([1 << 63, (1 << 63) - 1, (1 << 63) + 1, 1 << 62])
+    | st.integers(0, 1 << 64),
+)
+def test_a_conditional_shift_is_right_exactly_when_it_is_the_twos_complement(
+    shift: int, threshold: int
+) -> None:
+    """``p - shift if p >= threshold else p`` is the int64 reading of every address only for
+    shift 2**64 at threshold 2**63, and the check says so for every such pair."""
+    text = f"p - {shift} if p >= {threshold} else p"
+    right = shift == 1 << 64 and threshold == 1 << 63
+    assert (_classify(text) is Reading.SIGNED) == right
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_a_reinterpretation_judged_right_is_right_for_every_address(address: int) -> None:
+    node = _expression("p - (1 << 64) if p > 0x7FFF_FFFF_FFFF_FFFF else p")
+    assert _classify(ast.unparse(node)) is Reading.SIGNED
+    value = eval(compile(ast.Expression(node), "<check>", "eval"), {"p": address})
+    assert value == struct.unpack("<q", struct.pack("<Q", address))[0]
