@@ -1,6 +1,7 @@
 """Reading reports needs no torch: the report tooling imports none of torch, numpy, pytest,
 triton or hypothesis, and ``ptrport report`` and ``ptrport matrix --no-run`` work where none of
-them can be imported (the ``report`` tox environment, a CI job that only merges JSON)."""
+them can be imported (the ``report`` tox environment, a CI job that only merges JSON); so does
+``ptrport lint`` (a code-scanning job that installs the command alone)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ LIGHT = (
     "harness.errors",
     "harness.expectations",
     "harness.history",
+    "harness.lint.checker",
+    "harness.lint.formats",
     "harness.local_matrix",
     "harness.markup",
     "harness.matrix",
@@ -38,7 +41,8 @@ LIGHT = (
     "harness.summary",
     "harness.trend_chart",
 )
-"""Every module on the path of ``ptrport report ...`` and ``ptrport matrix --no-run``."""
+"""Every module on the path of ``ptrport report ...``, ``ptrport matrix --no-run`` and
+``ptrport lint``."""
 
 COPY = "batch_copy::test_real_entries_are_copied_exactly"
 ROUND_TRIP = "table_round_trip::test_an_entry_reads_back_bit_exact"
@@ -189,3 +193,16 @@ class TestWithoutTorch:
         assert done.returncode == 1, done.stdout + done.stderr
         written = {p.name for p in current.iterdir()}
         assert {"matrix.md", "matrix.html", "matrix.json", "diff.md"} <= written
+
+
+def test_lint_needs_none_of_them(tmp_path: Path, blocked: dict[str, str]) -> None:
+    source = tmp_path / "engine.py"
+    source.write_text(
+        "import torch\n\n\ndef table(ts):\n"
+        "    return torch.tensor([t.data_ptr() for t in ts], dtype=torch.int64)\n"
+    )
+    sarif = tmp_path / "lint.sarif"
+    done = _ptrport(blocked, "lint", source, "--format=sarif", "-o", sarif)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "ptrport lint: 1 finding (signed-storage 1) in 1 of 1 file\n"
+    assert json.loads(sarif.read_text())["runs"][0]["results"][0]["ruleId"] == "signed-storage"

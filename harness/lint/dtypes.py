@@ -178,3 +178,7 @@ def struct_fields(fmt: str) -> list[Dtype | None] | None:
         width = (_STRUCT_STANDARD.get(code) if standard else None) or _TYPECODES.get(code)
         fields.extend([Dtype(repr(code), width, "struct") if width else None] * repeat)
     return fields
+
+
+NAMES = frozenset(_TORCH) | frozenset(_NUMPY) | frozenset(_TRITON) | frozenset(_CTYPES)
+"""Every attribute name that is a dtype of one of the libraries."""

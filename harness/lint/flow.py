@@ -256,6 +256,28 @@ _FACTORIES = {
 _FILLED = {"torch.full": "torch", "numpy.full": "numpy"}
 _BUILTIN_CONTAINERS = frozenset({"list", "tuple", "sorted", "set", "reversed", "frozenset"})
 _MAX_DEPTH = 4
+_OPAQUE_BUILTINS = frozenset(
+    [
+        "hex",
+        "str",
+        "repr",
+        "len",
+        "id",
+        "bool",
+        "print",
+        "format",
+        "isinstance",
+        "range",
+        "abs",
+        "sum",
+        "hash",
+        "divmod",
+        "round",
+        "bin",
+        "oct",
+    ]
+)
+"""Builtins whose result is no address (a string, a count, a truth value)."""
 
 _MESSAGES = {
     Width.SIGNED64: ("signed-storage", "values at or above 2**63 overflow"),
@@ -354,7 +376,9 @@ class ModuleFlow:
         self._all_functions: list[Function] = []
         self._reads: list[tuple[str, str, Value | None]] = []
         self._collecting = False
-        self._plain: set[ast.AST] = set()
+        self._sign_constants: dict[ast.AST, bool] = {}
+        self._qualified: dict[ast.AST, str | None] = {}
+        self._sources: dict[ast.AST, str] = {}
 
     # The passes.
 
@@ -461,8 +485,12 @@ class ModuleFlow:
         if isinstance(node, ast.Name):
             return self.imports.get(node.id)
         if isinstance(node, ast.Attribute):
+            if node in self._qualified:
+                return self._qualified[node]
             base = self._qualify(node.value)
-            return f"{base}.{node.attr}" if base else None
+            name = f"{base}.{node.attr}" if base else None
+            self._qualified[node] = name
+            return name
         return None
 
     def _dtype(self, node: ast.expr, frame: Frame | None = None) -> Dtype | None:
@@ -482,6 +510,10 @@ class ModuleFlow:
                 found = self._lookup(owner, node.attr, frame)
                 if found is not None and found.denotes is not None:
                     return found.denotes
+        return self._library_dtype(node)
+
+    def _library_dtype(self, node: ast.expr) -> Dtype | None:
+        """``torch.int64``, ``np.uint64``, ``tl.int64``, ``ctypes.c_int32`` (as imported here)."""
         name = self._qualify(node)
         if name is None:
             return None
@@ -541,6 +573,13 @@ class ModuleFlow:
                 return info, info.methods[name]
             pending.extend(self.classes[b] for b in info.bases if b in self.classes)
         return None
+
+    def _source(self, node: ast.expr) -> str:
+        """How a message names where an address came from: "`t.data_ptr()` (line 12)"."""
+        named = self._sources.get(node)
+        if named is None:
+            named = self._sources[node] = f"`{_text(node)}` (line {node.lineno})"
+        return named
 
     # Findings.
 
@@ -709,6 +748,8 @@ class ModuleFlow:
     # Expressions.
 
     def _value(self, node: ast.expr, frame: Frame) -> Value:
+        if isinstance(node, ast.Constant):
+            return NOTHING
         if isinstance(node, ast.Name):
             found = frame.env.get(node.id)
             if found is None:
@@ -782,11 +823,12 @@ class ModuleFlow:
         return self._value(node, frame)
 
     def _attribute(self, node: ast.Attribute, frame: Frame) -> Value:
-        dtype = self._dtype(node, frame)
-        if dtype is not None:
-            return Value(denotes=dtype)
+        if node.attr in dtypes.NAMES:
+            dtype = self._library_dtype(node)
+            if dtype is not None:
+                return Value(denotes=dtype)
         if node.attr == "__cuda_array_interface__":
-            address = Value(holds=Holds.ADDRESS, origin=f"`{_text(node)}` (line {node.lineno})")
+            address = Value(holds=Holds.ADDRESS, origin=self._source(node))
             return Value(keys=(("data", Value(items=(address, NOTHING))),))
         if (
             isinstance(node.value, ast.Name)
@@ -889,22 +931,25 @@ class ModuleFlow:
     def _may_reinterpret(self, node: ast.expr) -> bool:
         """Whether ``node`` holds a constant that could make 2**63 or 2**64: the cheap test
         before the evaluation."""
-        if node in self._plain:
-            return False
+        known = self._sign_constants.get(node)
+        if known is not None:
+            return known
         seen = []
         for item in ast.walk(node):
             seen.append(item)
             if isinstance(item, ast.Constant) and type(item.value) is int:
                 if item.value in (62, 63, 64) or abs(item.value) >= 1 << 62:
+                    self._sign_constants[node] = True
                     return True
             elif (
                 isinstance(item, ast.Name)
                 and item.id in self.constants
                 and abs(self.constants[item.id]) >= 1 << 62
             ):
+                self._sign_constants[node] = True
                 return True
         # Nor does any part of it: its subexpressions need no second look.
-        self._plain.update(seen)
+        self._sign_constants.update(dict.fromkeys(seen, False))
         return False
 
     def _reinterpretation(self, node: ast.expr, frame: Frame) -> Value | None:
@@ -1072,7 +1117,7 @@ class ModuleFlow:
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "data_ptr":
             self._value(func.value, frame)
-            return Value(holds=Holds.ADDRESS, origin=f"`{_text(node)}` (line {node.lineno})")
+            return Value(holds=Holds.ADDRESS, origin=self._source(node))
         if isinstance(func, ast.Subscript):
             return self._launch(node, frame)
         name = self._qualify(func)
@@ -1122,8 +1167,8 @@ class ModuleFlow:
                     isinstance(d, ast.Name) and d.id == "staticmethod"
                     for d in method.decorator_list
                 )
-                instance: Value | None = None if static else Value(instance=info.name)
-                return self._call(method, info, arguments, keywords, instance, frame.depth)
+                receiver = None if static else Value(instance=info.name)
+                return self._call(method, info, arguments, keywords, receiver, frame.depth)
             if owner is not None and self._lookup(owner, func.attr, frame) is None:
                 self._arguments(node, frame)
                 return self._generic_factory(node, frame)
@@ -1209,7 +1254,7 @@ class ModuleFlow:
     def _library_call(self, name: str, node: ast.Call, frame: Frame) -> Value | None:
         if name in _ADDRESS_SOURCES:
             self._arguments(node, frame)
-            return Value(holds=Holds.ADDRESS, origin=f"`{_text(node)}` (line {node.lineno})")
+            return Value(holds=Holds.ADDRESS, origin=self._source(node))
         if name in _CONSTRUCTORS:
             library = _CONSTRUCTORS[name]
             arguments, _ = self._arguments(node, frame)
@@ -1338,17 +1383,12 @@ class ModuleFlow:
         return NOTHING
 
     def _from_bytes(self, node: ast.Call, frame: Frame) -> Value:
-        arguments, keywords = self._arguments(node, frame)
+        arguments, _ = self._arguments(node, frame)
         data = arguments[0] if arguments else NOTHING
         if data.dtype != _BYTES:
             return NOTHING
-        signed = keywords.get("signed")
-        is_signed = any(
-            kw.arg == "signed" and isinstance(kw.value, ast.Constant) and kw.value.value is True
-            for kw in node.keywords
-        )
-        del signed
-        return Value(holds=Holds.BITS if is_signed else Holds.ADDRESS, origin=data.origin)
+        signed = _signed_keyword(node)
+        return Value(holds=Holds.BITS if signed else Holds.ADDRESS, origin=data.origin)
 
     def _builtin_call(self, name: str, node: ast.Call, frame: Frame) -> Value | None:
         if name in self.functions or name in self.classes or name in self.imports:
@@ -1397,25 +1437,7 @@ class ModuleFlow:
         if name == "next":
             arguments, _ = self._arguments(node, frame)
             return element_of(arguments[0]) if arguments else NOTHING
-        if name in (
-            "hex",
-            "str",
-            "repr",
-            "len",
-            "id",
-            "bool",
-            "print",
-            "format",
-            "isinstance",
-            "range",
-            "abs",
-            "sum",
-            "hash",
-            "divmod",
-            "round",
-            "bin",
-            "oct",
-        ):
+        if name in _OPAQUE_BUILTINS:
             self._arguments(node, frame)
             return NOTHING
         return None
@@ -1451,10 +1473,7 @@ class ModuleFlow:
             and receiver.holds in (Holds.ADDRESS, Holds.BITS)
         ):
             self._arguments(node, frame)
-            signed = any(
-                kw.arg == "signed" and isinstance(kw.value, ast.Constant) and kw.value.value is True
-                for kw in node.keywords
-            )
+            signed = _signed_keyword(node)
             if receiver.holds is Holds.ADDRESS and signed:
                 message = (
                     f"{_what(receiver)} is converted by `to_bytes(..., signed=True)`: values at "
@@ -1669,6 +1688,14 @@ _UNKNOWN = {
     library: Dtype(f"{library} inferred dtype", Width.OTHER, library)
     for library in ("torch", "numpy", "array", "ctypes", "struct")
 }
+
+
+def _signed_keyword(node: ast.Call) -> bool:
+    """Whether the call says ``signed=True`` (``int.from_bytes``, ``int.to_bytes``)."""
+    return any(
+        kw.arg == "signed" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+        for kw in node.keywords
+    )
 
 
 def _in_library(dtype: Dtype | None, library: str) -> Dtype | None:
