@@ -120,24 +120,28 @@ _STRUCT_STANDARD = {"l": _NARROW, "L": _NARROW}
 """With a byte-order prefix, struct's ``l``/``L`` are 4 bytes."""
 
 
+_LIBRARIES = {
+    "torch": ("torch.", _TORCH),
+    "numpy": ("np.", _NUMPY),
+    "triton": ("tl.", _TRITON),
+    "ctypes": ("ctypes.", _CTYPES),
+}
+
+
+def library_dtype(library: str, attribute: str) -> Dtype | None:
+    """``torch.int64`` is ``library_dtype("torch", "int64")``; ``None`` for a name that is no
+    dtype of that library."""
+    prefix, table = _LIBRARIES[library]
+    width = table.get(attribute)
+    return Dtype(f"{prefix}{attribute}", width, library) if width else None
+
+
 def torch_dtype(attribute: str) -> Dtype | None:
-    width = _TORCH.get(attribute)
-    return Dtype(f"torch.{attribute}", width, "torch") if width else None
+    return library_dtype("torch", attribute)
 
 
 def numpy_dtype(attribute: str) -> Dtype | None:
-    width = _NUMPY.get(attribute)
-    return Dtype(f"np.{attribute}", width, "numpy") if width else None
-
-
-def triton_dtype(attribute: str) -> Dtype | None:
-    width = _TRITON.get(attribute)
-    return Dtype(f"tl.{attribute}", width, "triton") if width else None
-
-
-def ctypes_type(attribute: str) -> Dtype | None:
-    width = _CTYPES.get(attribute)
-    return Dtype(f"ctypes.{attribute}", width, "ctypes") if width else None
+    return library_dtype("numpy", attribute)
 
 
 def numpy_string(text: str) -> Dtype | None:

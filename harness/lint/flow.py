@@ -523,9 +523,9 @@ class ModuleFlow:
         if module == "numpy":
             return dtypes.numpy_dtype(attribute)
         if module in ("triton.language", "tl"):
-            return dtypes.triton_dtype(attribute)
+            return dtypes.library_dtype("triton", attribute)
         if module == "ctypes":
-            return dtypes.ctypes_type(attribute)
+            return dtypes.library_dtype("ctypes", attribute)
         return None
 
     def _attribute_owner(self, node: ast.expr, frame: Frame) -> ClassInfo | None:
@@ -589,8 +589,11 @@ class ModuleFlow:
         key = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), rule)
         self.sites.setdefault(key, Site(rule, node, frame.statement, message, fix))
 
-    def _store(self, node: ast.AST, storage: Value, value: Value, frame: Frame, what: str) -> None:
-        """``value`` written into ``storage`` (typed), which the code calls ``what``."""
+    def _store(
+        self, node: ast.AST, storage: Value, value: Value, frame: Frame, where: ast.expr
+    ) -> None:
+        """``value`` written into ``storage`` (typed), which the code names ``where``."""
+        what = f"`{_text(where)}`"
         dtype = storage.dtype
         holds = carried(value)
         if dtype is None or not dtype.unsafe or holds not in (Holds.ADDRESS, Holds.BITS):
@@ -603,7 +606,7 @@ class ModuleFlow:
         message = f"{_what(value)} is stored in {what} ({dtype.name}{made}): {consequence}"
         unsigned = _UNSIGNED.get(dtype.library, "dtype=torch.uint64")
         at = f" (at {storage.made})" if storage.made else ""
-        fix = f"create {what} with {unsigned}{at}"
+        fix = f"create `{_text(_made(where))}` with {unsigned}{at}"
         if rule == "signed-storage" and value.dtype is None:
             fix += ", or store the int64 bits: p - 2**64 if p >= 2**63 else p"
         self._report(rule, node, frame, message, fix)
@@ -721,7 +724,7 @@ class ModuleFlow:
         elif isinstance(target, ast.Subscript):
             storage = self._value(target.value, frame)
             self._value(target.slice, frame)
-            self._store(statement, storage, value, frame, f"`{_text(target.value)}`")
+            self._store(statement, storage, value, frame, target.value)
             self._filled(target.value, storage, value, frame)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, Value(element=value), frame, statement)
@@ -1237,14 +1240,10 @@ class ModuleFlow:
                 holds=holds if holds is Holds.ADDRESS else None, dtype=_UNKNOWN[library], made=made
             )
         if holds in (Holds.ADDRESS, Holds.BITS):
-            if typed and dtype.width is Width.SIGNED64:
-                return Value(holds=Holds.BITS, dtype=dtype, origin=origin_of(data), made=made)
-            if typed and dtype.width is Width.UNSIGNED64:
-                return Value(holds=Holds.ADDRESS, dtype=dtype, origin=origin_of(data), made=made)
-            if holds is Holds.BITS and dtype.width is Width.SIGNED64:
-                return Value(holds=Holds.BITS, dtype=dtype, origin=origin_of(data), made=made)
-            if holds is Holds.ADDRESS and dtype.width is Width.UNSIGNED64:
-                return Value(holds=Holds.ADDRESS, dtype=dtype, origin=origin_of(data), made=made)
+            # A typed source is cast with its bits kept; Python ints must fit as they are.
+            kept = _bits_kept(dtype)
+            if kept is not None and (typed or kept is holds):
+                return Value(holds=kept, dtype=dtype, origin=origin_of(data), made=made)
             if dtype.unsafe:
                 rule, consequence = _MESSAGES[dtype.width]
                 message = f"{_what(data)} is put in `{call}(...)` as {dtype.name}: {consequence}"
@@ -1298,10 +1297,10 @@ class ModuleFlow:
         if name == "numpy.copyto":
             arguments, _ = self._arguments(node, frame)
             if len(arguments) >= 2:
-                self._store(node, arguments[0], arguments[1], frame, f"`{_text(node.args[0])}`")
+                self._store(node, arguments[0], arguments[1], frame, node.args[0])
             return NOTHING
-        if module == "ctypes" and dtypes.ctypes_type(attribute) is not None:
-            dtype = dtypes.ctypes_type(attribute)
+        if module == "ctypes" and dtypes.library_dtype("ctypes", attribute) is not None:
+            dtype = dtypes.library_dtype("ctypes", attribute)
             assert dtype is not None
             arguments, _ = self._arguments(node, frame)
             data = arguments[0] if arguments else NOTHING
@@ -1506,7 +1505,7 @@ class ModuleFlow:
             arguments, _ = self._arguments(node, frame)
             if arguments:
                 stored = arguments[-1]
-                self._store(node, receiver, stored, frame, f"`{_text(func.value)}`")
+                self._store(node, receiver, stored, frame, func.value)
             return receiver
         if method in _CONVERTING:
             target = self._dtype_argument(node, frame, 0)
@@ -1541,21 +1540,10 @@ class ModuleFlow:
         made = f"line {node.lineno}"
         holds = source.holds
         if holds in (Holds.ADDRESS, Holds.BITS):
-            if target.width is Width.SIGNED64:
+            kept = _bits_kept(target)
+            if kept is not None:
                 return Value(
-                    holds=Holds.BITS,
-                    dtype=target,
-                    scalar=source.scalar,
-                    origin=source.origin,
-                    made=made,
-                )
-            if target.width is Width.UNSIGNED64:
-                return Value(
-                    holds=Holds.ADDRESS,
-                    dtype=target,
-                    scalar=source.scalar,
-                    origin=source.origin,
-                    made=made,
+                    holds=kept, dtype=target, scalar=source.scalar, origin=source.origin, made=made
                 )
             if target.unsafe and how != "view":
                 rule, consequence = _MESSAGES[target.width]
@@ -1688,6 +1676,34 @@ _UNKNOWN = {
     library: Dtype(f"{library} inferred dtype", Width.OTHER, library)
     for library in ("torch", "numpy", "array", "ctypes", "struct")
 }
+
+
+def _made(node: ast.expr) -> ast.expr:
+    """The storage itself, without the views and slices it is reached through:
+    ``self.src_ptrs`` of ``self.src_ptrs.np[:n]``."""
+    while True:
+        if isinstance(node, ast.Subscript) or (
+            isinstance(node, ast.Attribute) and node.attr in _VIEW_ATTRIBUTES
+        ):
+            node = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _SAME_STORAGE | {"numpy"}
+        ):
+            node = node.func.value
+        else:
+            return node
+
+
+def _bits_kept(dtype: Dtype) -> Holds | None:
+    """What a typed cast of an address's 64 bits to ``dtype`` holds: its int64 bits, the address
+    itself, or (narrower, float) neither."""
+    if dtype.width is Width.SIGNED64:
+        return Holds.BITS
+    if dtype.width is Width.UNSIGNED64:
+        return Holds.ADDRESS
+    return None
 
 
 def _signed_keyword(node: ast.Call) -> bool:
