@@ -23,6 +23,8 @@ TRIGGERS = ("data_ptr", "addressof", "__cuda_array_interface__", "jit")
 SKIPPED_DIRECTORIES = frozenset(
     {"__pycache__", "node_modules", "site-packages", "build", "dist", ".git", ".tox", ".nox"}
 )
+Span = tuple[int, int, int, int]
+"""Line, column, end line, end column: 1-based, in characters."""
 _PARALLEL_FROM = 200
 """Files in a run from which it is split across processes."""
 
@@ -41,7 +43,8 @@ class FileResult:
     findings: list[tuple[Finding, int]] = field(default_factory=list)
     """Each with the line its statement starts on, where an ignore comment also counts."""
     kernels: list[Kernel] = field(default_factory=list)
-    launches: list[tuple[Launch, str, int, int, int, int, int]] = field(default_factory=list)
+    launches: list[tuple[Launch, Span, int]] = field(default_factory=list)
+    """Each with where its argument is and the line its statement starts on."""
     ignores: dict[int, Ignore] = field(default_factory=dict)
     unparsed: Unparsed | None = None
 
@@ -114,7 +117,7 @@ def lint_source(source: str, path: str) -> FileResult:
         result.findings.append(_finding(site, path, lines))
     result.kernels = flow.kernels
     for launch in flow.launches.values():
-        result.launches.append((launch, path, *_span(launch.node, lines), _start(launch.statement)))
+        result.launches.append((launch, _span(launch.node, lines), _start(launch.statement)))
     return result
 
 
@@ -155,8 +158,8 @@ def _combine(results: Iterable[FileResult], count: int) -> LintRun:
     unknown: list[tuple[str, int, str]] = []
     for result in results:
         found = list(result.findings)
-        for launch, path, line, column, end_line, end_column, statement in result.launches:
-            finding = _launch_finding(launch, kernels, path, line, column, end_line, end_column)
+        for launch, span, statement in result.launches:
+            finding = _launch_finding(launch, kernels, result.path, span)
             if finding is not None:
                 found.append((finding, statement))
         for finding, statement in found:
@@ -179,10 +182,7 @@ def _launch_finding(
     launch: Launch,
     kernels: dict[str, list[tuple[str, Kernel]]],
     path: str,
-    line: int,
-    column: int,
-    end_line: int,
-    end_column: int,
+    span: Span,
 ) -> Finding | None:
     """An address passed to a kernel parameter annotated int64 or narrower: the kernel is the
     one of that name in the same file, else the only one of that name anywhere."""
@@ -215,14 +215,7 @@ def _launch_finding(
         + ("values at or above 2**63 overflow" if dtype.width is Width.SIGNED64 else "truncated")
     )
     return Finding(
-        path,
-        line,
-        column,
-        end_line,
-        end_column,
-        "triton-signed-param",
-        message,
-        fix_for("triton-signed-param", dtype),
+        path, *span, "triton-signed-param", message, fix_for("triton-signed-param", dtype)
     )
 
 
@@ -235,7 +228,7 @@ def _column(lines: list[str], line: int, offset: int) -> int:
     return offset + 1
 
 
-def _span(node: ast.AST, lines: list[str]) -> tuple[int, int, int, int]:
+def _span(node: ast.AST, lines: list[str]) -> Span:
     line = getattr(node, "lineno", 1)
     end_line = getattr(node, "end_lineno", None) or line
     column = _column(lines, line, getattr(node, "col_offset", 0))

@@ -369,7 +369,6 @@ class ModuleFlow:
         self.kernels: list[Kernel] = []
         self.launches: dict[tuple[int, int, str], Launch] = {}
         self.sites: dict[tuple[int, int, str], Site] = {}
-        self._reporting = False
         self._memo: dict[tuple[object, ...], tuple[Value, tuple[tuple[str, Value], ...]]] = {}
         self._running: set[tuple[object, ...]] = set()
         self._helpers: dict[Function, list[ast.stmt]] = {}
@@ -384,7 +383,6 @@ class ModuleFlow:
 
     def run(self) -> ModuleFlow:
         self._collect_definitions()
-        self._reporting = True
         self._block(self.tree.body, Frame(self.module_env))
         # Attributes set in one method are read in others. A pass over the classes whose every
         # read saw the attribute's final value stands; otherwise the next pass (a few at most)
@@ -410,7 +408,7 @@ class ModuleFlow:
         methods = {id(m) for info in self.classes.values() for m in info.methods.values()}
         for function in self._all_functions:
             if id(function) not in methods:
-                self._call(function, None, [], {}, None, 0)
+                self._run(function, None, [], {}, None, 0)
         return self
 
     def _collect_definitions(self) -> None:
@@ -471,12 +469,8 @@ class ModuleFlow:
                         info.attributes[target.id] = join(info.attributes.get(target.id), value)
         ordered = sorted(info.methods.values(), key=lambda f: f.name != "__init__")
         for method in ordered:
-            if any(
-                isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list
-            ):
-                self._call(method, None, [], {}, None, 0)
-            else:
-                self._call(method, info, [], {}, Value(instance=info.name), 0)
+            instance = None if _is_static(method) else Value(instance=info.name)
+            self._run(method, info, [], {}, instance, 0)
 
     # Names.
 
@@ -497,19 +491,14 @@ class ModuleFlow:
         """The dtype ``node`` names, if it names one."""
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return dtypes.numpy_string(node.value)
+        if frame is not None and isinstance(node, ast.Name | ast.Attribute):
+            # A local, a module constant, self.DTYPE, torch.int64: whatever the name holds.
+            return self._value(node, frame).denotes
         if isinstance(node, ast.Name):
-            if frame is not None and node.id in frame.env:
-                return frame.env[node.id].denotes
             if node.id in self.module_env:
                 return self.module_env[node.id].denotes
             if node.id not in self.imports:
                 return dtypes.builtin_dtype(node.id)
-        if isinstance(node, ast.Attribute) and frame is not None:
-            owner = self._attribute_owner(node.value, frame)
-            if owner is not None:
-                found = self._lookup(owner, node.attr, frame)
-                if found is not None and found.denotes is not None:
-                    return found.denotes
         return self._library_dtype(node)
 
     def _library_dtype(self, node: ast.expr) -> Dtype | None:
@@ -528,51 +517,37 @@ class ModuleFlow:
             return dtypes.library_dtype("ctypes", attribute)
         return None
 
-    def _attribute_owner(self, node: ast.expr, frame: Frame) -> ClassInfo | None:
-        if isinstance(node, ast.Name) and node.id == frame.self_name:
-            return frame.owner
-        if isinstance(node, ast.Name) and node.id in self.classes:
-            return self.classes[node.id]
-        value = self._value_quiet(node, frame) if isinstance(node, ast.Name) else None
-        if value is not None and value.instance in self.classes:
-            return self.classes[value.instance]
-        return None
-
-    def _value_quiet(self, node: ast.Name, frame: Frame) -> Value:
-        return frame.env.get(node.id) or self.module_env.get(node.id) or NOTHING
+    def _lineage(self, owner: ClassInfo) -> Iterator[ClassInfo]:
+        """The class, then its bases defined in this module, breadth first, each once."""
+        seen: set[str] = set()
+        pending = [owner]
+        while pending:
+            info = pending.pop(0)
+            if info.name not in seen:
+                seen.add(info.name)
+                yield info
+                pending.extend(self.classes[b] for b in info.bases if b in self.classes)
 
     def _lookup(self, owner: ClassInfo, attribute: str, frame: Frame | None) -> Value | None:
         if frame is not None and frame.owner is owner and attribute in frame.self_attributes:
             return frame.self_attributes[attribute]
-        seen: set[str] = set()
-        pending = [owner]
-        while pending:
-            info = pending.pop(0)
-            if info.name in seen:
-                continue
-            seen.add(info.name)
-            if attribute in info.attributes:
-                found = info.attributes[attribute]
-                if self._collecting:
-                    self._reads.append((owner.name, attribute, found))
-                return found
-            pending.extend(self.classes[b] for b in info.bases if b in self.classes)
+        found = next(
+            (
+                info.attributes[attribute]
+                for info in self._lineage(owner)
+                if attribute in info.attributes
+            ),
+            None,
+        )
         if self._collecting:
-            self._reads.append((owner.name, attribute, None))
-        return None
+            self._reads.append((owner.name, attribute, found))
+        return found
 
     def _method(self, owner: ClassInfo, name: str) -> tuple[ClassInfo, Function] | None:
-        pending = [owner]
-        seen: set[str] = set()
-        while pending:
-            info = pending.pop(0)
-            if info.name in seen:
-                continue
-            seen.add(info.name)
-            if name in info.methods:
-                return info, info.methods[name]
-            pending.extend(self.classes[b] for b in info.bases if b in self.classes)
-        return None
+        return next(
+            ((info, info.methods[name]) for info in self._lineage(owner) if name in info.methods),
+            None,
+        )
 
     def _source(self, node: ast.expr) -> str:
         """How a message names where an address came from: "`t.data_ptr()` (line 12)"."""
@@ -584,8 +559,6 @@ class ModuleFlow:
     # Findings.
 
     def _report(self, rule: str, node: ast.AST, frame: Frame, message: str, fix: str) -> None:
-        if not self._reporting:
-            return
         key = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), rule)
         self.sites.setdefault(key, Site(rule, node, frame.statement, message, fix))
 
@@ -683,17 +656,8 @@ class ModuleFlow:
             frame.self_attributes = dict(before_attributes)
             self._block(block, frame)
             ends.append((frame.env, frame.self_attributes))
-        env: dict[str, Value] = {}
-        attributes: dict[str, Value] = {}
-        for names, attrs in ends:
-            for name, value in names.items():
-                env[name] = join(env.get(name), value) if name in env else value
-            for name, value in attrs.items():
-                attributes[name] = (
-                    join(attributes.get(name), value) if name in attributes else value
-                )
-        frame.env = env
-        frame.self_attributes = attributes
+        frame.env = _joined([names for names, _ in ends])
+        frame.self_attributes = _joined([attributes for _, attributes in ends])
 
     def _bind(self, target: ast.expr, value: Value, frame: Frame, statement: ast.stmt) -> None:
         if isinstance(target, ast.Name):
@@ -710,15 +674,7 @@ class ModuleFlow:
                     self._bind(item, part, frame, statement)
         elif isinstance(target, ast.Attribute):
             if isinstance(target.value, ast.Name) and target.value.id == frame.self_name:
-                frame.self_attributes[target.attr] = value
-                if frame.owner is not None and self._collecting and frame.generic:
-                    attributes = frame.owner.attributes
-                    old = attributes.get(target.attr)
-                    joined = join(old, value)
-                    if old is not None and old.dtype == value.dtype and value.holds is None:
-                        # Storage made again keeps what was written into it elsewhere.
-                        joined = replace(joined, holds=old.holds, origin=old.origin)
-                    attributes[target.attr] = joined
+                self._set_attribute(frame, target.attr, value)
             else:
                 self._value(target.value, frame)
         elif isinstance(target, ast.Subscript):
@@ -744,9 +700,22 @@ class ModuleFlow:
             and isinstance(node.value, ast.Name)
             and node.value.id == frame.self_name
         ):
-            frame.self_attributes[node.attr] = filled
-            if frame.owner is not None and self._collecting:
-                frame.owner.attributes[node.attr] = filled
+            self._set_attribute(frame, node.attr, filled)
+
+    def _set_attribute(self, frame: Frame, name: str, value: Value) -> None:
+        """``self.name = value``: in this run, and (in a method run for its class while the
+        attributes are collected) in what the class is known to hold."""
+        frame.self_attributes[name] = value
+        if frame.owner is None or not self._collecting or not frame.generic:
+            return
+        old = frame.owner.attributes.get(name)
+        joined = join(old, value)
+        if old is not None and old.dtype == value.dtype and None in (old.holds, value.holds):
+            # Storage holds addresses once they are written into it anywhere, even where it is
+            # made again.
+            known = value if value.holds is not None else old
+            joined = replace(joined, holds=known.holds, origin=known.origin)
+        frame.owner.attributes[name] = joined
 
     # Expressions.
 
@@ -787,14 +756,7 @@ class ModuleFlow:
                     keys.append((key.value, value))
             return Value(keys=tuple(keys)) if keys else NOTHING
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
-            inner = Frame(
-                dict(frame.env),
-                frame.owner,
-                frame.self_name,
-                frame.self_attributes,
-                depth=frame.depth,
-                statement=frame.statement,
-            )
+            inner = replace(frame, env=dict(frame.env), returns=[])
             for generator in node.generators:
                 element = element_of(self._value(generator.iter, inner))
                 self._bind(generator.target, element, inner, frame.statement or ast.Pass())
@@ -1124,9 +1086,11 @@ class ModuleFlow:
         if isinstance(func, ast.Subscript):
             return self._launch(node, frame)
         name = self._qualify(func)
-        shadowed = isinstance(func, ast.Name) and (
-            func.id in frame.env or func.id in self.module_env
-        )
+
+        def shadowed_by(named: ast.Name) -> bool:
+            return named.id in frame.env or named.id in self.module_env
+
+        shadowed = isinstance(func, ast.Name) and shadowed_by(func)
         if name is not None and not shadowed:
             library = self._library_call(name, node, frame)
             if library is not None:
@@ -1151,9 +1115,8 @@ class ModuleFlow:
                 return instance
             if func.id in self.functions:
                 arguments, keywords = self._arguments(node, frame)
-                return self._call(
-                    self.functions[func.id], None, arguments, keywords, None, frame.depth
-                )
+                function = self.functions[func.id]
+                return self._run(function, None, arguments, keywords, None, frame.depth)[0]
         if isinstance(func, ast.Attribute):
             if (
                 isinstance(func.value, ast.Name)
@@ -1161,21 +1124,21 @@ class ModuleFlow:
                 and func.attr == "from_bytes"
             ):
                 return self._from_bytes(node, frame)
-            owner = self._attribute_owner(func.value, frame)
+            receiver = self._value(func.value, frame)
+            owner = self.classes.get(receiver.instance or "")
+            if owner is None and isinstance(func.value, ast.Name) and not shadowed_by(func.value):
+                owner = self.classes.get(func.value.id)
+                receiver = Value(instance=owner.name) if owner else receiver
             found = self._method(owner, func.attr) if owner is not None else None
             if found is not None:
                 info, method = found
                 arguments, keywords = self._arguments(node, frame)
-                static = any(
-                    isinstance(d, ast.Name) and d.id == "staticmethod"
-                    for d in method.decorator_list
-                )
-                receiver = None if static else Value(instance=info.name)
-                return self._call(method, info, arguments, keywords, receiver, frame.depth)
+                bound = None if _is_static(method) else receiver
+                return self._run(method, info, arguments, keywords, bound, frame.depth)[0]
             if owner is not None and self._lookup(owner, func.attr, frame) is None:
                 self._arguments(node, frame)
                 return self._generic_factory(node, frame)
-            return self._method_call(func, node, frame)
+            return self._method_call(func, node, frame, receiver)
         self._arguments(node, frame)
         return self._generic_factory(node, frame)
 
@@ -1304,13 +1267,10 @@ class ModuleFlow:
             assert dtype is not None
             arguments, _ = self._arguments(node, frame)
             data = arguments[0] if arguments else NOTHING
-            holds = carried(data)
-            if holds not in (Holds.ADDRESS, Holds.BITS):
-                return Value(dtype=dtype)
-            if dtype.width is Width.SIGNED64:
-                return Value(holds=Holds.BITS, dtype=dtype, origin=origin_of(data))
-            if dtype.width is Width.UNSIGNED64:
-                return Value(holds=Holds.ADDRESS, dtype=dtype, origin=origin_of(data))
+            kept = _bits_kept(dtype)
+            if carried(data) in (Holds.ADDRESS, Holds.BITS) and kept is not None:
+                # ctypes wraps a Python int into its 64 bits: c_int64(p).value is a bitcast.
+                return Value(holds=kept, dtype=dtype, origin=origin_of(data))
             return self._construct(node, data, dtype, "ctypes", frame, _short(name))
         if name == "array.array":
             arguments, _ = self._arguments(node, frame)
@@ -1347,10 +1307,7 @@ class ModuleFlow:
             holds = carried(value)
             if dtype is None or holds not in (Holds.ADDRESS, Holds.BITS):
                 continue
-            if (holds, dtype.width) in (
-                (Holds.ADDRESS, Width.UNSIGNED64),
-                (Holds.BITS, Width.SIGNED64),
-            ):
+            if _bits_kept(dtype) is holds:
                 packed = holds
                 continue
             if holds is Holds.BITS and dtype.width is Width.UNSIGNED64:
@@ -1441,7 +1398,7 @@ class ModuleFlow:
             return NOTHING
         return None
 
-    def _grow(self, func: ast.Attribute, node: ast.Call, frame: Frame) -> Value:
+    def _grow(self, func: ast.Attribute, node: ast.Call, frame: Frame, current: Value) -> Value:
         """``ptrs.append(p)`` (or ``extend``, ``insert``, ``add``): the list now holds ``p``."""
         arguments, _ = self._arguments(node, frame)
         if not arguments:
@@ -1449,8 +1406,7 @@ class ModuleFlow:
         added = arguments[-1]
         if func.attr == "extend":
             added = element_of(added)
-        current = self._value(func.value, frame)
-        grown = Value(element=join(current.element, added)) if current.dtype is None else current
+        grown = Value(element=join(current.element, added))
         if isinstance(func.value, ast.Name | ast.Attribute) and frame.statement is not None:
             if isinstance(func.value, ast.Attribute) and not (
                 isinstance(func.value.value, ast.Name) and func.value.value.id == frame.self_name
@@ -1459,13 +1415,12 @@ class ModuleFlow:
             self._bind(func.value, grown, frame, frame.statement)
         return NOTHING
 
-    def _method_call(self, func: ast.Attribute, node: ast.Call, frame: Frame) -> Value:
+    def _method_call(
+        self, func: ast.Attribute, node: ast.Call, frame: Frame, receiver: Value
+    ) -> Value:
         method = func.attr
-        if method in ("append", "extend", "insert", "add"):
-            receiver = self._value(func.value, frame)
-            if receiver.dtype is None:
-                return self._grow(func, node, frame)
-        receiver = self._value(func.value, frame)
+        if method in ("append", "extend", "insert", "add") and receiver.dtype is None:
+            return self._grow(func, node, frame, receiver)
         if (
             method == "to_bytes"
             and receiver.dtype is None
@@ -1576,25 +1531,12 @@ class ModuleFlow:
             if isinstance(argument, ast.Starred):
                 continue
             key = (argument.lineno, argument.col_offset, name)
-            if self._reporting:
-                self.launches.setdefault(
-                    key,
-                    Launch(name, position, keyword, holds, value.origin, argument, frame.statement),
-                )
+            self.launches.setdefault(
+                key, Launch(name, position, keyword, holds, value.origin, argument, frame.statement)
+            )
         return NOTHING
 
     # Functions.
-
-    def _call(
-        self,
-        function: Function,
-        owner: ClassInfo | None,
-        arguments: list[Value],
-        keywords: dict[str, Value],
-        instance: Value | None,
-        depth: int,
-    ) -> Value:
-        return self._run(function, owner, arguments, keywords, instance, depth)[0]
 
     def _run(
         self,
@@ -1694,6 +1636,19 @@ def _made(node: ast.expr) -> ast.expr:
             node = node.func.value
         else:
             return node
+
+
+def _is_static(function: Function) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list)
+
+
+def _joined(maps: list[dict[str, Value]]) -> dict[str, Value]:
+    """The names of several paths joined: each known on one path is joined with the others."""
+    joined: dict[str, Value] = {}
+    for names in maps:
+        for name, value in names.items():
+            joined[name] = join(joined[name], value) if name in joined else value
+    return joined
 
 
 def _bits_kept(dtype: Dtype) -> Holds | None:

@@ -13,8 +13,10 @@ import enum
 import operator
 from collections.abc import Callable, Mapping
 
-TWO_63 = 1 << 63
-TWO_64 = 1 << 64
+from harness.addresses import ADDRESS_LIMIT, HIGH_HALF, to_signed, to_unsigned
+
+TWO_63 = HIGH_HALF
+TWO_64 = ADDRESS_LIMIT
 SIGN_CONSTANTS = frozenset({TWO_63, TWO_63 - 1, TWO_64, TWO_64 - 1, -TWO_63, -TWO_64})
 """Constants that mark an expression as a sign reinterpretation."""
 
@@ -35,13 +37,13 @@ SAMPLES = (
 """Addresses each candidate is evaluated at: the boundaries, and upper-half device addresses."""
 
 
-def as_unsigned(value: int) -> int:
-    return value % TWO_64
+as_unsigned = to_unsigned
+"""The address of any int's low 64 bits."""
 
 
 def as_signed(value: int) -> int:
-    unsigned = value % TWO_64
-    return unsigned - TWO_64 if unsigned >= TWO_63 else unsigned
+    """The int64 reading of any int's low 64 bits."""
+    return to_signed(to_unsigned(value))
 
 
 class Reading(enum.Enum):
