@@ -126,7 +126,28 @@ def test_a_file_that_does_not_parse_is_listed_and_the_rest_is_checked(
     out = capsys.readouterr().out
     assert f"{tmp_path.as_posix()}/b.py:1:7: not checked: invalid syntax" in out
     assert out.endswith(
-        "ptrport lint: 1 finding (signed-storage 1) in 1 of 2 files; 1 could not be parsed\n"
+        "ptrport lint: 1 finding (signed-storage 1) in 1 of 2 files; 1 not checked\n"
+    )
+
+
+def test_code_nested_past_the_recursion_limit_is_listed_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A generated sum of 400 addresses: the statement is not followed; the module's other
+    # function is. A sum of 100,000 terms: ast cannot build it; the file is listed.
+    terms = " + ".join(["p"] * 400)
+    deep = f"def total(t):\n    p = t.data_ptr()\n    return {terms}\n\n\n"
+    huge = "x = " + " + ".join(["t.data_ptr()"] * 100_000) + "\n"
+    _project(tmp_path, **{"a.py": deep + BROKEN, "b.py": huge})
+    assert main(["lint", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    root = tmp_path.as_posix()
+    reason = "not checked: nested too deeply to follow (past Python's recursion limit)"
+    assert f"{root}/a.py:3:5: {reason}\n" in out
+    assert f"{root}/b.py:1:1: {reason}\n" in out
+    assert f"{root}/a.py:10:12: signed-storage" in out
+    assert out.endswith(
+        "ptrport lint: 1 finding (signed-storage 1) in 1 of 2 files; 2 not checked\n"
     )
 
 

@@ -188,6 +188,16 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass
+class _ClassPass:
+    """What one pass over a class's methods found, and the attributes it read (owner, name,
+    value seen)."""
+
+    sites: dict[tuple[int, int, str], Site]
+    launches: dict[tuple[int, int, str], Launch]
+    reads: list[tuple[str, str, Value | None]]
+
+
+@dataclass
 class Frame:
     env: dict[str, Value]
     owner: ClassInfo | None = None
@@ -333,11 +343,6 @@ def fix_for(rule: str, dtype: Dtype | None) -> str:
     )
 
 
-def _text(node: ast.AST, limit: int = 48) -> str:
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _what(value: Value) -> str:
     holds = carried(value)
     where = origin_of(value)
@@ -369,6 +374,8 @@ class ModuleFlow:
         self.kernels: list[Kernel] = []
         self.launches: dict[tuple[int, int, str], Launch] = {}
         self.sites: dict[tuple[int, int, str], Site] = {}
+        self.passed_over: list[ast.stmt] = []
+        """Statements not followed: nested deeper than the recursion limit allows."""
         self._memo: dict[tuple[object, ...], tuple[Value, tuple[tuple[str, Value], ...]]] = {}
         self._running: set[tuple[object, ...]] = set()
         self._helpers: dict[Function, list[ast.stmt]] = {}
@@ -377,39 +384,54 @@ class ModuleFlow:
         self._collecting = False
         self._sign_constants: dict[ast.AST, bool] = {}
         self._qualified: dict[ast.AST, str | None] = {}
-        self._sources: dict[ast.AST, str] = {}
+        self._texts: dict[tuple[ast.AST, int], str] = {}
+        self._verdicts: dict[
+            tuple[ast.expr, frozenset[ast.expr], bool], reinterpret.Verdict | None
+        ] = {}
 
     # The passes.
 
     def run(self) -> ModuleFlow:
         self._collect_definitions()
         self._block(self.tree.body, Frame(self.module_env))
-        # Attributes set in one method are read in others. A pass over the classes whose every
-        # read saw the attribute's final value stands; otherwise the next pass (a few at most)
-        # starts from what the last one set.
-        sites, launches = dict(self.sites), dict(self.launches)
+        # Attributes set in one method are read in others. A class's pass stands once every
+        # read it made saw the attribute's final value; the classes whose reads did not are
+        # passed again (a few times at most), starting from what the last passes set.
+        module_sites, module_launches = self.sites, self.launches
+        passes: dict[str, _ClassPass] = {}
+        pending = list(self.classes.values())
         for attempt in range(3):
-            self._reads.clear()
             self._collecting = True
-            for info in self.classes.values():
+            for info in pending:
+                self.sites, self.launches, self._reads = {}, {}, []
                 self._class_pass(info)
+                passes[info.name] = _ClassPass(self.sites, self.launches, self._reads)
             self._collecting = False
-            if (
-                all(
-                    self._lookup(self.classes[owner], attribute, None) == value
-                    for owner, attribute, value in self._reads
-                )
-                or attempt == 2
-            ):
+            pending = [
+                info for info in self.classes.values() if not self._settled(passes[info.name])
+            ]
+            if not pending or attempt == 2:
                 break
-            self.sites, self.launches = dict(sites), dict(launches)
             self._memo.clear()
         self._memo.clear()
+        self.sites, self.launches = module_sites, module_launches
+        for info in self.classes.values():
+            found = passes[info.name]
+            for key, site in found.sites.items():
+                self.sites.setdefault(key, site)
+            for key, launch in found.launches.items():
+                self.launches.setdefault(key, launch)
         methods = {id(m) for info in self.classes.values() for m in info.methods.values()}
         for function in self._all_functions:
             if id(function) not in methods:
                 self._run(function, None, [], {}, None, 0)
         return self
+
+    def _settled(self, found: _ClassPass) -> bool:
+        return all(
+            self._lookup(self.classes[owner], attribute, None) == value
+            for owner, attribute, value in found.reads
+        )
 
     def _collect_definitions(self) -> None:
         for statement in self.tree.body:
@@ -551,10 +573,17 @@ class ModuleFlow:
 
     def _source(self, node: ast.expr) -> str:
         """How a message names where an address came from: "`t.data_ptr()` (line 12)"."""
-        named = self._sources.get(node)
-        if named is None:
-            named = self._sources[node] = f"`{_text(node)}` (line {node.lineno})"
-        return named
+        return f"`{self._text(node)}` (line {node.lineno})"
+
+    def _text(self, node: ast.AST, limit: int = 48) -> str:
+        """The source of ``node`` as a message quotes it, cut at ``limit`` characters (unparsed
+        once: a function run again reports the same sites)."""
+        text = self._texts.get((node, limit))
+        if text is None:
+            text = ast.unparse(node)
+            text = text if len(text) <= limit else text[: limit - 3] + "..."
+            self._texts[(node, limit)] = text
+        return text
 
     # Findings.
 
@@ -566,7 +595,6 @@ class ModuleFlow:
         self, node: ast.AST, storage: Value, value: Value, frame: Frame, where: ast.expr
     ) -> None:
         """``value`` written into ``storage`` (typed), which the code names ``where``."""
-        what = f"`{_text(where)}`"
         dtype = storage.dtype
         holds = carried(value)
         if dtype is None or not dtype.unsafe or holds not in (Holds.ADDRESS, Holds.BITS):
@@ -574,12 +602,13 @@ class ModuleFlow:
         keeps_bits = value.dtype is not None and not value.scalar
         if dtype.width is Width.SIGNED64 and (holds is Holds.BITS or keeps_bits):
             return
+        what = f"`{self._text(where)}`"
         rule, consequence = _MESSAGES[dtype.width]
         made = f", made at {storage.made}" if storage.made else ""
         message = f"{_what(value)} is stored in {what} ({dtype.name}{made}): {consequence}"
         unsigned = _UNSIGNED.get(dtype.library, "dtype=torch.uint64")
         at = f" (at {storage.made})" if storage.made else ""
-        fix = f"create `{_text(_made(where))}` with {unsigned}{at}"
+        fix = f"create `{self._text(_made(where))}` with {unsigned}{at}"
         if rule == "signed-storage" and value.dtype is None:
             fix += ", or store the int64 bits: p - 2**64 if p >= 2**63 else p"
         self._report(rule, node, frame, message, fix)
@@ -595,6 +624,11 @@ class ModuleFlow:
         frame.statement = statement
         try:
             self._statement_in(statement, frame)
+        except RecursionError:
+            # An expression nested hundreds deep (a generated sum of terms): this statement is
+            # not followed, the rest of the module is.
+            if statement not in self.passed_over:
+                self.passed_over.append(statement)
         finally:
             frame.statement = outer
 
@@ -893,29 +927,24 @@ class ModuleFlow:
         else:
             yield node
 
-    def _may_reinterpret(self, node: ast.expr) -> bool:
+    def _may_reinterpret(self, node: ast.AST) -> bool:
         """Whether ``node`` holds a constant that could make 2**63 or 2**64: the cheap test
-        before the evaluation."""
+        before the evaluation (each node of the module looked at once)."""
         known = self._sign_constants.get(node)
-        if known is not None:
-            return known
-        seen = []
-        for item in ast.walk(node):
-            seen.append(item)
-            if isinstance(item, ast.Constant) and type(item.value) is int:
-                if item.value in (62, 63, 64) or abs(item.value) >= 1 << 62:
-                    self._sign_constants[node] = True
-                    return True
-            elif (
-                isinstance(item, ast.Name)
-                and item.id in self.constants
-                and abs(self.constants[item.id]) >= 1 << 62
-            ):
-                self._sign_constants[node] = True
-                return True
-        # Nor does any part of it: its subexpressions need no second look.
-        self._sign_constants.update(dict.fromkeys(seen, False))
-        return False
+        if known is None:
+            if isinstance(node, ast.Constant):
+                known = type(node.value) is int and (
+                    node.value in (62, 63, 64) or abs(node.value) >= 1 << 62
+                )
+            elif isinstance(node, ast.Name):
+                known = node.id in self.constants and abs(self.constants[node.id]) >= 1 << 62
+            else:
+                known = False
+                for child in ast.iter_child_nodes(node):
+                    # Every child is looked at, so that each is known for the next question.
+                    known = self._may_reinterpret(child) or known
+            self._sign_constants[node] = known
+        return known
 
     def _reinterpretation(self, node: ast.expr, frame: Frame) -> Value | None:
         """An integer expression converting an address (or int64 bits) with 2**63/2**64
@@ -943,15 +972,8 @@ class ModuleFlow:
             return None
         operand_value = operands[0][1]
 
-        leaves_of_operand = {leaf for leaf, _ in operands}
-
-        def is_operand(item: ast.expr) -> bool:
-            return item in leaves_of_operand
-
-        if not reinterpret.uses_sign_constants(node, is_operand, self.constants):
-            return None
         signed_input = operand_value.holds is not Holds.ADDRESS
-        verdict = reinterpret.classify(node, is_operand, self.constants, signed_input=signed_input)
+        verdict = self._verdict(node, frozenset(leaf for leaf, _ in operands), signed_input)
         if verdict is None:
             return None
         if verdict.reading is reinterpret.Reading.UNSIGNED:
@@ -964,11 +986,26 @@ class ModuleFlow:
         else:
             wanted = f"its int64 bits {reinterpret.as_signed(sample)} (or {sample:#x} unchanged)"
         message = (
-            f"`{_text(node, 60)}` reinterprets {_what(operand_value)} wrongly: for "
+            f"`{self._text(node, 60)}` reinterprets {_what(operand_value)} wrongly: for "
             f"{sample if signed_input else hex(sample)} it gives {got}, not {wanted}"
         )
         self._report("bad-bitcast", node, frame, message, fix_for("bad-bitcast", None))
         return NOTHING
+
+    def _verdict(
+        self, node: ast.expr, operands: frozenset[ast.expr], signed_input: bool
+    ) -> reinterpret.Verdict | None:
+        """What ``node`` computes from the operand at ``operands`` (decided once per module: a
+        helper run for each call sees the same expression)."""
+        key = (node, operands, signed_input)
+        if key not in self._verdicts:
+            verdict = None
+            if reinterpret.uses_sign_constants(node, operands.__contains__, self.constants):
+                verdict = reinterpret.classify(
+                    node, operands.__contains__, self.constants, signed_input=signed_input
+                )
+            self._verdicts[key] = verdict
+        return self._verdicts[key]
 
     def _binary(self, node: ast.BinOp, frame: Frame) -> Value:
         left = self._value(node.left, frame)
@@ -979,8 +1016,8 @@ class ModuleFlow:
             assert address.dtype is not None and signed.dtype is not None
             message = (
                 f"{_what(address)} ({address.dtype.name}) meets a signed {signed.dtype.name} "
-                f"value in `{_text(node, 60)}`: NumPy promotes the result to float64, rounding "
-                "the address"
+                f"value in `{self._text(node, 60)}`: NumPy promotes the result to float64, "
+                "rounding the address"
             )
             self._report(
                 "mixed-sign-numpy", node, frame, message, fix_for("mixed-sign-numpy", None)

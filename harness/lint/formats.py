@@ -32,7 +32,7 @@ def summary(run: LintRun) -> str:
     if run.accepted:
         line += f"; {len(run.accepted)} accepted by ignore comments"
     if run.unparsed:
-        line += f"; {len(run.unparsed)} could not be parsed"
+        line += f"; {len(run.unparsed)} not checked"
     return f"ptrport lint: {line}"
 
 
