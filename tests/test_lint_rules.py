@@ -332,3 +332,30 @@ def test_a_reinterpretation_judged_right_is_right_for_every_address(address: int
     assert _classify(ast.unparse(node)) is Reading.SIGNED
     value = eval(compile(ast.Expression(node), "<check>", "eval"), {"p": address})
     assert value == struct.unpack("<q", struct.pack("<Q", address))[0]
+
+
+def test_the_fix_names_the_storage_where_it_is_made(tmp_path: Path) -> None:
+    # A NumPy view of an int64 tensor is fixed where the tensor is made, in torch's dtype.
+    _, run = _lint(
+        tmp_path,
+        """
+        class Table:
+            def __init__(self, n):
+                self.direct = np.zeros(n, dtype=np.int64)
+                self.buffer = make_buffer(n, dtype=torch.int64)
+                self.ptrs = torch.zeros(n, dtype=torch.int64)
+                self.ptrs_np = self.ptrs.numpy()
+
+            def fill(self, ts):
+                for i, t in enumerate(ts):
+                    self.direct[i] = t.data_ptr()
+                    self.buffer.np[i] = t.data_ptr()
+                    self.ptrs_np[i] = t.data_ptr()
+        """,
+    )
+    fixes = [finding.fix.split(", or ")[0] for finding in run.reported]
+    assert fixes == [
+        "create `self.direct` with dtype=np.uint64 (at line 12)",
+        "create `self.buffer` with dtype=torch.uint64 (at line 13)",
+        "create the tensor it views with dtype=torch.uint64 (at line 14)",
+    ]

@@ -53,6 +53,8 @@ class Value:
     """Where the address came from: "`t.data_ptr()` (line 12)"."""
     made: str = field(default="", compare=False)
     """Where the storage was made: "line 30"."""
+    viewed: str = field(default="", compare=False)
+    """A NumPy view of a tensor (``.numpy()``): the library the storage was made in, "torch"."""
 
 
 NOTHING = Value()
@@ -114,6 +116,7 @@ def join(a: Value | None, b: Value | None) -> Value:
         instance=_same(a.instance, b.instance),
         origin=a.origin or b.origin,
         made=a.made or b.made,
+        viewed=a.viewed or b.viewed,
     )
 
 
@@ -606,9 +609,14 @@ class ModuleFlow:
         rule, consequence = _MESSAGES[dtype.width]
         made = f", made at {storage.made}" if storage.made else ""
         message = f"{_what(value)} is stored in {what} ({dtype.name}{made}): {consequence}"
-        unsigned = _UNSIGNED.get(dtype.library, "dtype=torch.uint64")
+        unsigned = _UNSIGNED.get(storage.viewed or dtype.library, "dtype=torch.uint64")
         at = f" (at {storage.made})" if storage.made else ""
-        fix = f"create `{self._text(_made(where))}` with {unsigned}{at}"
+        itself = _made(where)
+        if storage.viewed and itself is where:
+            # A name holding a NumPy view of a tensor: the tensor is what to make unsigned.
+            fix = f"create the tensor it views with {unsigned}{at}"
+        else:
+            fix = f"create `{self._text(itself)}` with {unsigned}{at}"
         if rule == "signed-storage" and value.dtype is None:
             fix += ", or store the int64 bits: p - 2**64 if p >= 2**63 else p"
         self._report(rule, node, frame, message, fix)
@@ -1509,7 +1517,8 @@ class ModuleFlow:
             return self._convert(node, receiver, target, frame, method)
         if method == "numpy":
             self._arguments(node, frame)
-            return replace(receiver, dtype=_in_library(dtype, "numpy"))
+            viewed = receiver.viewed or ("torch" if dtype.library == "torch" else "")
+            return replace(receiver, dtype=_in_library(dtype, "numpy"), viewed=viewed)
         if method == "tolist":
             self._arguments(node, frame)
             element = read_back(replace(receiver, scalar=True))
