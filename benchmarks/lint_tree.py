@@ -3,6 +3,7 @@ lint corpus, three files to a module, so every module has address sources, Trito
 launches to follow), linted in one process and with one process per CPU.
 
     python benchmarks/lint_tree.py [--files 2000] [--repeat 3]
+    python benchmarks/lint_tree.py --tree DIR   # a tree of real code instead (an installed torch)
 
 Prints the tree's size, the best wall time of each way, and the findings (the same both ways).
 """
@@ -19,23 +20,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.lint.checker import lint_paths  # noqa: E402
+from harness.lint.checker import lint_paths, python_files  # noqa: E402
 
 CORPUS = ROOT / "tests" / "lint_corpus"
 
 
-def generate(root: Path, files: int) -> int:
-    """``files`` modules in packages of 50, each three corpus files end to end; their lines."""
+def generate(root: Path, files: int) -> None:
+    """``files`` modules in packages of 50, each three corpus files end to end."""
     templates = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*.py"))]
-    lines = 0
     for index in range(files):
         package = root / f"engine_{index // 50:03d}"
         package.mkdir(exist_ok=True)
         parts = [templates[(index + k) % len(templates)] for k in range(3)]
         text = "\n\n".join(parts)
         (package / f"module_{index:04d}.py").write_text(text, encoding="utf-8")
-        lines += text.count("\n")
-    return lines
 
 
 def best(root: Path, jobs: int, repeat: int) -> tuple[float, int, int]:
@@ -51,19 +49,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tree", type=Path, help="lint this directory instead of a generated one")
     args = parser.parse_args()
-    cpus = os.cpu_count() or 1
+    if args.tree is not None:
+        if not args.tree.is_dir():
+            parser.error(f"{args.tree}: not a directory")
+        return measure(args.tree, args.repeat)
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
-        lines = generate(root, args.files)
-        print(f"tree: {args.files} files, {lines} lines; {cpus} CPUs")
-        for jobs in sorted({1, cpus}):
-            seconds, files, findings = best(root, jobs, args.repeat)
-            rate = files / seconds
-            print(
-                f"jobs={jobs}: {seconds:.2f} s best of {args.repeat} "
-                f"({rate:.0f} files/s), {files} files, {findings} findings"
-            )
+        generate(root, args.files)
+        return measure(root, args.repeat)
+
+
+def measure(root: Path, repeat: int) -> int:
+    cpus = os.cpu_count() or 1
+    files = python_files([root])
+    lines = sum(path.read_bytes().count(b"\n") for path in files)
+    print(f"tree: {len(files)} files, {lines} lines; {cpus} CPUs")
+    for jobs in sorted({1, cpus}):
+        seconds, linted, findings = best(root, jobs, repeat)
+        print(
+            f"jobs={jobs}: {seconds:.2f} s best of {repeat} "
+            f"({linted / seconds:.0f} files/s), {linted} files, {findings} findings"
+        )
     return 0
 
 

@@ -194,6 +194,26 @@ def test_a_kernel_in_one_file_is_matched_with_its_launch_in_another(tmp_path: Pa
     assert "kernels.py:6" in finding.message
 
 
+def test_only_files_with_an_address_source_or_triton_are_parsed(tmp_path: Path) -> None:
+    # A kernel decorated @jit, imported from triton, is read; a torch.jit file (here one that
+    # would not parse) has neither and is not parsed, so not listed.
+    kernels = (
+        "from triton import jit\nfrom triton.language import int64\n\n\n"
+        "@jit\ndef gather(table, base: int64):\n    pass\n"
+    )
+    launch = (
+        "from kernels import gather\n\n\n"
+        "def run(t, table):\n    gather[(1,)](table, t.data_ptr())\n"
+    )
+    scripted = "import torch\n\n\n@torch.jit.script\ndef f(x:\n    return x\n"
+    _project(tmp_path, **{"kernels.py": kernels, "launch.py": launch, "scripted.py": scripted})
+    run = lint_paths([tmp_path])
+    assert [(Path(f.path).name, f.rule) for f in run.findings] == [
+        ("launch.py", "triton-signed-param")
+    ]
+    assert (run.files, run.unparsed) == (3, [])
+
+
 def test_a_large_tree_split_across_processes_finds_the_same(tmp_path: Path) -> None:
     for index in range(240):
         source = BROKEN if index % 3 == 0 else FIXED

@@ -20,8 +20,9 @@ from harness.lint.flow import Holds, Kernel, Launch, ModuleFlow, Site, fix_for
 from harness.lint.rules import RULES, Finding
 from harness.lint.suppressions import Ignore, ignores
 
-TRIGGERS = ("data_ptr", "addressof", "__cuda_array_interface__", "jit")
-"""A file holding none of these has no address source and no kernel: it is not parsed."""
+TRIGGERS = ("data_ptr", "addressof", "__cuda_array_interface__", "triton")
+"""A file holding none of these has no address source and no Triton kernel (whose decorator is
+``triton.jit`` through an import that names triton): it is not parsed."""
 SKIPPED_DIRECTORIES = frozenset(
     {"__pycache__", "node_modules", "site-packages", "build", "dist", ".git", ".tox", ".nox"}
 )
@@ -57,8 +58,9 @@ class FileResult:
 
 @dataclass
 class LintRun:
-    """What a run found: findings (accepted ones with their reason), files read, files that
-    could not be parsed, and ignore comments naming rules that do not exist."""
+    """What a run found: findings (accepted ones with their reason), files read, what was not
+    checked (a file that could not be read or parsed, a statement nested too deeply to follow),
+    and ignore comments naming rules that do not exist."""
 
     findings: list[Finding]
     files: int
