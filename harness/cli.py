@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 from harness import __version__, diff, history, local_matrix, measurements, render, repro
 from harness.errors import HarnessError
 from harness.expectations import Expectations, load_expectations
+from harness.lint import FORMATS
 from harness.matrix import build_matrix
 from harness.op_support import SCENARIO, OperationVerdict, check_id
 from harness.records import Outcome, Result
@@ -611,7 +612,7 @@ def _lint_command(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     lint_.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="file or directory")
     lint_.add_argument(
         "--format",
-        choices=("text", "json", "sarif"),
+        choices=FORMATS,
         default="text",
         help="text (default), json, or sarif (SARIF 2.1.0, for GitHub code scanning)",
     )

@@ -153,6 +153,8 @@ CASES = {
             c = base + 4096  # clean
             d = base + np.asarray(ids, dtype=np.int32)  # expect: mixed-sign-numpy
             e = base + np.asarray(ids, dtype=np.uint32)  # clean
+            f = base + np.asarray(ids, dtype="u4")  # clean
+            g = base + np.asarray(ids, dtype="i2")  # expect: mixed-sign-numpy
             lens = np.arange(n) * 2  # clean
     """,
     "signed-compare": """

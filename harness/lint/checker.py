@@ -135,8 +135,9 @@ def lint_source(source: str, path: str) -> FileResult:
     for site in flow.sites.values():
         result.findings.append(_finding(site, path, lines))
     result.kernels = flow.kernels
-    for launch in flow.launches.values():
-        result.launches.append((launch, _span(launch.node, lines), _start(launch.statement)))
+    for located in flow.launches.values():
+        span = _span(located.node, lines)
+        result.launches.append((located.launch, span, _start(located.statement)))
     return result
 
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 import ast
 import enum
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from harness.addresses import to_unsigned
 from harness.lint import dtypes, reinterpret
 from harness.lint.dtypes import Dtype, Width
 
@@ -59,7 +60,7 @@ class Value:
 
 NOTHING = Value()
 _T = TypeVar("_T")
-_BYTES = Dtype("bytes", Width.OTHER, "bytes")
+_BYTES = Dtype("bytes", "", "bytes")
 
 
 def carried(value: Value | None) -> Holds | None:
@@ -120,15 +121,25 @@ def join(a: Value | None, b: Value | None) -> Value:
     )
 
 
+def join_all(values: Iterable[Value]) -> Value:
+    """What is known of a value that is one of ``values``."""
+    joined = NOTHING
+    for value in values:
+        joined = join(joined, value)
+    return joined
+
+
+def list_of(element: Value) -> Value:
+    """A list whose elements are ``element`` (nothing known where they are not)."""
+    return Value(element=element) if element != NOTHING else NOTHING
+
+
 def element_of(value: Value) -> Value:
     """What iterating over ``value`` gives."""
     if value.element is not None:
         return value.element
     if value.items:
-        joined = NOTHING
-        for item in value.items:
-            joined = join(joined, item)
-        return joined
+        return join_all(value.items)
     if value.dtype is not None and value.dtype.library in ("torch", "numpy"):
         return replace(value, scalar=True)
     return NOTHING
@@ -174,6 +185,14 @@ class Launch:
     keyword: str | None
     holds: Holds
     origin: str
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    """A launch where it is: the argument passing the address, and its statement (which stay
+    in the process that parsed them; the launch alone travels to be matched with its kernel)."""
+
+    launch: Launch
     node: ast.expr
     statement: ast.stmt | None
 
@@ -196,7 +215,7 @@ class _ClassPass:
     value seen)."""
 
     sites: dict[tuple[int, int, str], Site]
-    launches: dict[tuple[int, int, str], Launch]
+    launches: dict[tuple[int, int, str], LaunchSite]
     reads: list[tuple[str, str, Value | None]]
 
 
@@ -237,6 +256,8 @@ _SAME_STORAGE = frozenset(
         "requires_grad_",
     }
 )
+_VIEWING_CALLS = _SAME_STORAGE | {"numpy"}
+"""Calls whose result is the storage they are called on, seen another way."""
 _CONVERTING = frozenset({"view", "to", "astype", "type"})
 _STORING = frozenset({"fill_", "fill", "copy_", "index_fill_", "masked_fill_"})
 _ADDRESS_SOURCES = frozenset({"ctypes.addressof"})
@@ -260,12 +281,24 @@ _TYPED_TENSORS = {
     "HalfTensor": "float16",
 }
 _FACTORIES = {
-    **dict.fromkeys(("torch.zeros", "torch.empty", "torch.ones"), dtypes.torch_dtype("float32")),
-    **dict.fromkeys(("numpy.zeros", "numpy.empty", "numpy.ones"), dtypes.numpy_dtype("float64")),
-    "torch.arange": dtypes.torch_dtype("int64"),
-    "numpy.arange": Dtype("np.int64 (np.arange's default)", Width.SIGNED64, "numpy"),
+    **dict.fromkeys(
+        ("torch.zeros", "torch.empty", "torch.ones"), dtypes.library_dtype("torch", "float32")
+    ),
+    **dict.fromkeys(
+        ("numpy.zeros", "numpy.empty", "numpy.ones"), dtypes.library_dtype("numpy", "float64")
+    ),
+    "torch.arange": dtypes.library_dtype("torch", "int64"),
+    "numpy.arange": Dtype("np.int64 (np.arange's default)", "int64", "numpy"),
 }
 """Calls that make storage, with the dtype each makes when none is given."""
+_DTYPE_MODULES = {
+    "torch": "torch",
+    "numpy": "numpy",
+    "triton.language": "triton",
+    "tl": "triton",
+    "ctypes": "ctypes",
+}
+"""The modules whose attributes are dtypes, as imported: the library of each."""
 _FILLED = {"torch.full": "torch", "numpy.full": "numpy"}
 _BUILTIN_CONTAINERS = frozenset({"list", "tuple", "sorted", "set", "reversed", "frozenset"})
 _MAX_DEPTH = 4
@@ -375,7 +408,7 @@ class ModuleFlow:
         self.module_env: dict[str, Value] = {}
         self.constants: dict[str, int] = {}
         self.kernels: list[Kernel] = []
-        self.launches: dict[tuple[int, int, str], Launch] = {}
+        self.launches: dict[tuple[int, int, str], LaunchSite] = {}
         self.sites: dict[tuple[int, int, str], Site] = {}
         self.passed_over: list[ast.stmt] = []
         """Statements not followed: nested deeper than the recursion limit allows."""
@@ -422,8 +455,8 @@ class ModuleFlow:
             found = passes[info.name]
             for key, site in found.sites.items():
                 self.sites.setdefault(key, site)
-            for key, launch in found.launches.items():
-                self.launches.setdefault(key, launch)
+            for key, located in found.launches.items():
+                self.launches.setdefault(key, located)
         methods = {id(m) for info in self.classes.values() for m in info.methods.values()}
         for function in self._all_functions:
             if id(function) not in methods:
@@ -532,15 +565,8 @@ class ModuleFlow:
         if name is None:
             return None
         module, _, attribute = name.rpartition(".")
-        if module == "torch":
-            return dtypes.torch_dtype(attribute)
-        if module == "numpy":
-            return dtypes.numpy_dtype(attribute)
-        if module in ("triton.language", "tl"):
-            return dtypes.library_dtype("triton", attribute)
-        if module == "ctypes":
-            return dtypes.library_dtype("ctypes", attribute)
-        return None
+        library = _DTYPE_MODULES.get(module)
+        return dtypes.library_dtype(library, attribute) if library else None
 
     def _lineage(self, owner: ClassInfo) -> Iterator[ClassInfo]:
         """The class, then its bases defined in this module, breadth first, each once."""
@@ -590,9 +616,20 @@ class ModuleFlow:
 
     # Findings.
 
-    def _report(self, rule: str, node: ast.AST, frame: Frame, message: str, fix: str) -> None:
+    def _report(
+        self,
+        rule: str,
+        node: ast.AST,
+        frame: Frame,
+        message: str,
+        *,
+        dtype: Dtype | None = None,
+        fix: str | None = None,
+    ) -> None:
+        """A site of ``rule``, with its fix: the one given, else the rule's for ``dtype``."""
         key = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), rule)
-        self.sites.setdefault(key, Site(rule, node, frame.statement, message, fix))
+        fixed = fix if fix is not None else fix_for(rule, dtype)
+        self.sites.setdefault(key, Site(rule, node, frame.statement, message, fixed))
 
     def _store(
         self, node: ast.AST, storage: Value, value: Value, frame: Frame, where: ast.expr
@@ -619,7 +656,7 @@ class ModuleFlow:
             fix = f"create `{self._text(itself)}` with {unsigned}{at}"
         if rule == "signed-storage" and value.dtype is None:
             fix += ", or store the int64 bits: p - 2**64 if p >= 2**63 else p"
-        self._report(rule, node, frame, message, fix)
+        self._report(rule, node, frame, message, fix=fix)
 
     # Statements.
 
@@ -786,10 +823,7 @@ class ModuleFlow:
         if isinstance(node, ast.Tuple):
             return Value(items=tuple(self._item(e, frame) for e in node.elts))
         if isinstance(node, ast.List | ast.Set):
-            joined = NOTHING
-            for item in node.elts:
-                joined = join(joined, self._item(item, frame))
-            return Value(element=joined) if joined != NOTHING else NOTHING
+            return list_of(join_all(self._item(item, frame) for item in node.elts))
         if isinstance(node, ast.Dict):
             keys = []
             for key, item in zip(node.keys, node.values, strict=True):
@@ -809,7 +843,7 @@ class ModuleFlow:
                 self._value(node.value, inner)
                 return NOTHING
             element = self._value(node.elt, inner)
-            return Value(element=element) if element != NOTHING else NOTHING
+            return list_of(element)
         if isinstance(node, ast.NamedExpr):
             value = self._value(node.value, frame)
             frame.env[node.target.id] = value
@@ -900,10 +934,7 @@ class ModuleFlow:
             self._value(node.test, frame)
             return join(self._value(node.body, frame), self._value(node.orelse, frame))
         assert isinstance(node, ast.BoolOp)
-        joined = NOTHING
-        for item in node.values:
-            joined = join(joined, self._value(item, frame))
-        return joined
+        return join_all(self._value(item, frame) for item in node.values)
 
     def _leaves(self, node: ast.expr) -> Iterator[ast.expr]:
         """The operands of an integer expression: what is not arithmetic or a constant."""
@@ -990,14 +1021,14 @@ class ModuleFlow:
             return Value(holds=Holds.BITS, origin=operand_value.origin)
         sample, got = verdict.sample, verdict.got
         if signed_input:
-            wanted = f"{reinterpret.as_unsigned(sample):#x} (or {sample} unchanged)"
+            wanted = f"{to_unsigned(sample):#x} (or {sample} unchanged)"
         else:
             wanted = f"its int64 bits {reinterpret.as_signed(sample)} (or {sample:#x} unchanged)"
         message = (
             f"`{self._text(node, 60)}` reinterprets {_what(operand_value)} wrongly: for "
             f"{sample if signed_input else hex(sample)} it gives {got}, not {wanted}"
         )
-        self._report("bad-bitcast", node, frame, message, fix_for("bad-bitcast", None))
+        self._report("bad-bitcast", node, frame, message)
         return NOTHING
 
     def _verdict(
@@ -1027,12 +1058,12 @@ class ModuleFlow:
                 f"value in `{self._text(node, 60)}`: NumPy promotes the result to float64, "
                 "rounding the address"
             )
-            self._report(
-                "mixed-sign-numpy", node, frame, message, fix_for("mixed-sign-numpy", None)
-            )
+            self._report("mixed-sign-numpy", node, frame, message)
             # Still the address, rounded: what it is stored into holds addresses.
             return Value(
-                holds=Holds.ADDRESS, dtype=dtypes.numpy_dtype("float64"), origin=address.origin
+                holds=Holds.ADDRESS,
+                dtype=dtypes.library_dtype("numpy", "float64"),
+                origin=address.origin,
             )
         if left.element is not None or right.element is not None or left.items or right.items:
             if isinstance(node.op, ast.Add):
@@ -1083,11 +1114,7 @@ class ModuleFlow:
             return None
         if dtype.width is not Width.UNSIGNED64 or address.holds is not Holds.ADDRESS:
             return None
-        if signed.width is Width.SIGNED64 or (
-            signed.width is Width.NARROW and "uint" not in signed.name
-        ):
-            return address, other
-        return None
+        return (address, other) if signed.signed_integer else None
 
     def _compare(self, node: ast.Compare, frame: Frame) -> None:
         values = [self._value(node.left, frame)]
@@ -1101,9 +1128,7 @@ class ModuleFlow:
                         f"{_what(signed)} are compared with {_what(unsigned)}: an upper-half "
                         "address reads back negative and never matches"
                     )
-                    self._report(
-                        "signed-compare", node, frame, message, fix_for("signed-compare", None)
-                    )
+                    self._report("signed-compare", node, frame, message)
                     return
 
     @staticmethod
@@ -1235,10 +1260,8 @@ class ModuleFlow:
                     f"{_what(data)} is put in `{call}(...)` with no dtype: torch infers "
                     "torch.int64, which overflows at 2**63"
                 )
-                self._report(
-                    "inferred-int64", node, frame, message, fix_for("inferred-int64", None)
-                )
-                return Value(dtype=dtypes.torch_dtype("int64"), made=made)
+                self._report("inferred-int64", node, frame, message)
+                return Value(dtype=dtypes.library_dtype("torch", "int64"), made=made)
             if typed:
                 assert data.dtype is not None
                 return replace(
@@ -1255,7 +1278,7 @@ class ModuleFlow:
             if dtype.unsafe:
                 rule, consequence = _MESSAGES[dtype.width]
                 message = f"{_what(data)} is put in `{call}(...)` as {dtype.name}: {consequence}"
-                self._report(rule, node, frame, message, fix_for(rule, dtype))
+                self._report(rule, node, frame, message, dtype=dtype)
         return Value(dtype=dtype, made=made)
 
     def _library_call(self, name: str, node: ast.Call, frame: Frame) -> Value | None:
@@ -1265,7 +1288,7 @@ class ModuleFlow:
         if name in _CONSTRUCTORS:
             library = _CONSTRUCTORS[name]
             arguments, _ = self._arguments(node, frame)
-            data = arguments[0] if arguments else NOTHING
+            data = _nth(arguments, 0)
             position = 1 if library == "numpy" else None
             dtype = self._dtype_argument(node, frame, position)
             if self._has_dtype(node, position) and dtype is None:
@@ -1275,7 +1298,7 @@ class ModuleFlow:
         if module == "torch" and attribute in _TYPED_TENSORS:
             arguments, _ = self._arguments(node, frame)
             data = arguments[0] if len(arguments) == 1 else NOTHING
-            dtype = dtypes.torch_dtype(_TYPED_TENSORS[attribute])
+            dtype = dtypes.library_dtype("torch", _TYPED_TENSORS[attribute])
             return self._construct(node, data, dtype, "torch", frame, _short(name))
         if name in _FILLED:
             library = _FILLED[name]
@@ -1292,15 +1315,15 @@ class ModuleFlow:
             else:
                 dtype = _FACTORIES[name]
             return Value(dtype=dtype, made=f"line {node.lineno}") if dtype else NOTHING
-        if module == "numpy" and dtypes.numpy_dtype(attribute) is not None:
-            dtype = dtypes.numpy_dtype(attribute)
+        if module == "numpy" and dtypes.library_dtype("numpy", attribute) is not None:
+            dtype = dtypes.library_dtype("numpy", attribute)
             arguments, _ = self._arguments(node, frame)
-            data = arguments[0] if arguments else NOTHING
+            data = _nth(arguments, 0)
             made = self._construct(node, data, dtype, "numpy", frame, _short(name))
             return replace(made, scalar=data.element is None and data.items is None)
         if name == "torch.from_numpy":
             arguments, _ = self._arguments(node, frame)
-            data = arguments[0] if arguments else NOTHING
+            data = _nth(arguments, 0)
             return replace(data, dtype=_in_library(data.dtype, "torch")) if data.dtype else NOTHING
         if name == "numpy.copyto":
             arguments, _ = self._arguments(node, frame)
@@ -1311,7 +1334,7 @@ class ModuleFlow:
             dtype = dtypes.library_dtype("ctypes", attribute)
             assert dtype is not None
             arguments, _ = self._arguments(node, frame)
-            data = arguments[0] if arguments else NOTHING
+            data = _nth(arguments, 0)
             kept = _bits_kept(dtype)
             if carried(data) in (Holds.ADDRESS, Holds.BITS) and kept is not None:
                 # ctypes wraps a Python int into its 64 bits: c_int64(p).value is a bitcast.
@@ -1322,7 +1345,7 @@ class ModuleFlow:
             code = node.args[0] if node.args else None
             if isinstance(code, ast.Constant) and isinstance(code.value, str):
                 dtype = dtypes.array_typecode(code.value)
-                data = arguments[1] if len(arguments) > 1 else NOTHING
+                data = _nth(arguments, 1)
                 return self._construct(node, data, dtype, "array", frame, "array.array")
             return NOTHING
         if name in ("struct.pack", "struct.pack_into"):
@@ -1362,7 +1385,7 @@ class ModuleFlow:
                 message = (
                     f"{_what(value)} is packed by `struct.pack` as {dtype.name}: {consequence}"
                 )
-                self._report(rule, node, frame, message, fix_for(rule, dtype))
+                self._report(rule, node, frame, message, dtype=dtype)
         if len(values) == 1 and packed is not None:
             return Value(holds=packed, dtype=_BYTES, origin=origin_of(values[0]))
         return NOTHING
@@ -1370,22 +1393,18 @@ class ModuleFlow:
     def _unpack(self, node: ast.Call, frame: Frame) -> Value:
         arguments, _ = self._arguments(node, frame)
         fmt = node.args[0] if node.args else None
-        data = arguments[1] if len(arguments) > 1 else NOTHING
+        data = _nth(arguments, 1)
         if not (isinstance(fmt, ast.Constant) and isinstance(fmt.value, str)):
             return NOTHING
         fields = dtypes.struct_fields(fmt.value)
         if data.dtype != _BYTES or fields is None or len(fields) != 1 or fields[0] is None:
             return NOTHING
-        width = fields[0].width
-        if width is Width.SIGNED64:
-            return Value(items=(Value(holds=Holds.BITS, origin=data.origin),))
-        if width is Width.UNSIGNED64:
-            return Value(items=(Value(holds=Holds.ADDRESS, origin=data.origin),))
-        return NOTHING
+        kept = _bits_kept(fields[0])
+        return Value(items=(Value(holds=kept, origin=data.origin),)) if kept else NOTHING
 
     def _from_bytes(self, node: ast.Call, frame: Frame) -> Value:
         arguments, _ = self._arguments(node, frame)
-        data = arguments[0] if arguments else NOTHING
+        data = _nth(arguments, 0)
         if data.dtype != _BYTES:
             return NOTHING
         signed = _signed_keyword(node)
@@ -1406,7 +1425,7 @@ class ModuleFlow:
                 message = (
                     f"{_what(arguments[0])} is converted by `float()`: {_MESSAGES[Width.FLOAT][1]}"
                 )
-                self._report("float-storage", node, frame, message, fix_for("float-storage", None))
+                self._report("float-storage", node, frame, message)
             return NOTHING
         if name in _BUILTIN_CONTAINERS:
             arguments, _ = self._arguments(node, frame)
@@ -1416,7 +1435,7 @@ class ModuleFlow:
             element = element_of(value)
             if value.dtype is not None:
                 element = read_back(element)
-            return Value(element=element) if element != NOTHING else NOTHING
+            return list_of(element)
         if name == "zip":
             arguments, _ = self._arguments(node, frame)
             parts = tuple(element_of(a) for a in arguments)
@@ -1425,19 +1444,16 @@ class ModuleFlow:
             )
         if name == "enumerate":
             arguments, _ = self._arguments(node, frame)
-            element = element_of(arguments[0]) if arguments else NOTHING
+            element = element_of(_nth(arguments, 0))
             return Value(element=Value(items=(NOTHING, element))) if element != NOTHING else NOTHING
         if name in ("min", "max"):
             arguments, _ = self._arguments(node, frame)
             if len(arguments) == 1:
                 return element_of(arguments[0])
-            joined = NOTHING
-            for argument in arguments:
-                joined = join(joined, argument)
-            return joined
+            return join_all(arguments)
         if name == "next":
             arguments, _ = self._arguments(node, frame)
-            return element_of(arguments[0]) if arguments else NOTHING
+            return element_of(_nth(arguments, 0))
         if name in _OPAQUE_BUILTINS:
             self._arguments(node, frame)
             return NOTHING
@@ -1478,9 +1494,7 @@ class ModuleFlow:
                     f"{_what(receiver)} is converted by `to_bytes(..., signed=True)`: values at "
                     "or above 2**63 overflow"
                 )
-                self._report(
-                    "signed-storage", node, frame, message, fix_for("signed-storage", None)
-                )
+                self._report("signed-storage", node, frame, message)
                 return NOTHING
             return Value(holds=receiver.holds, dtype=_BYTES, origin=receiver.origin)
         if receiver.element is not None or receiver.items is not None:
@@ -1522,7 +1536,7 @@ class ModuleFlow:
         if method == "tolist":
             self._arguments(node, frame)
             element = read_back(replace(receiver, scalar=True))
-            return Value(element=element) if element != NOTHING else NOTHING
+            return list_of(element)
         if method == "item":
             self._arguments(node, frame)
             return read_back(receiver)
@@ -1549,7 +1563,7 @@ class ModuleFlow:
             if target.unsafe and how != "view":
                 rule, consequence = _MESSAGES[target.width]
                 message = f"{_what(source)} is converted by `.{how}({target.name})`: {consequence}"
-                self._report(rule, node, frame, message, fix_for(rule, target))
+                self._report(rule, node, frame, message, dtype=target)
         return Value(dtype=target, scalar=source.scalar, made=made)
 
     def _launch(self, node: ast.Call, frame: Frame) -> Value:
@@ -1577,9 +1591,8 @@ class ModuleFlow:
             if isinstance(argument, ast.Starred):
                 continue
             key = (argument.lineno, argument.col_offset, name)
-            self.launches.setdefault(
-                key, Launch(name, position, keyword, holds, value.origin, argument, frame.statement)
-            )
+            launch = Launch(name, position, keyword, holds, value.origin)
+            self.launches.setdefault(key, LaunchSite(launch, argument, frame.statement))
         return NOTHING
 
     # Functions.
@@ -1617,18 +1630,13 @@ class ModuleFlow:
             for parameter in parameters[len(arguments) :] + function.args.kwonlyargs:
                 frame.env[parameter.arg] = keywords.get(parameter.arg, NOTHING)
             if function.args.vararg is not None:
-                rest = NOTHING
-                for value in arguments[len(parameters) :]:
-                    rest = join(rest, value)
-                frame.env[function.args.vararg.arg] = (
-                    Value(element=rest) if rest != NOTHING else NOTHING
+                frame.env[function.args.vararg.arg] = list_of(
+                    join_all(arguments[len(parameters) :])
                 )
             if function.args.kwarg is not None:
                 frame.env[function.args.kwarg.arg] = NOTHING
             self._block(self._body(function), frame)
-            result = NOTHING
-            for value in frame.returns:
-                result = join(result, value)
+            result = join_all(frame.returns)
             attributes = tuple(
                 (name, value) for name, value in frame.self_attributes.items() if value != NOTHING
             )
@@ -1661,7 +1669,7 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 
 _UNKNOWN = {
-    library: Dtype(f"{library} inferred dtype", Width.OTHER, library)
+    library: Dtype(f"{library} inferred dtype", "", library)
     for library in ("torch", "numpy", "array", "ctypes", "struct")
 }
 
@@ -1677,7 +1685,7 @@ def _made(node: ast.expr) -> ast.expr:
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _SAME_STORAGE | {"numpy"}
+            and node.func.attr in _VIEWING_CALLS
         ):
             node = node.func.value
         else:
@@ -1707,6 +1715,11 @@ def _bits_kept(dtype: Dtype) -> Holds | None:
     return None
 
 
+def _nth(values: Sequence[Value], index: int) -> Value:
+    """The value of the ``index``-th argument, where it is given."""
+    return values[index] if len(values) > index else NOTHING
+
+
 def _signed_keyword(node: ast.Call) -> bool:
     """Whether the call says ``signed=True`` (``int.from_bytes``, ``int.to_bytes``)."""
     return any(
@@ -1721,9 +1734,7 @@ def _in_library(dtype: Dtype | None, library: str) -> Dtype | None:
         return dtype
     if dtype.library not in ("torch", "numpy"):
         return dtype
-    bare = dtype.name.split(".")[-1].split(" ")[0]
-    converted = dtypes.numpy_dtype(bare) if library == "numpy" else dtypes.torch_dtype(bare)
-    return converted or Dtype(dtype.name, dtype.width, library)
+    return dtypes.library_dtype(library, dtype.kind) or replace(dtype, library=library)
 
 
 def _short(name: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -13,7 +14,6 @@ from harness import __version__
 from harness.lint.checker import LintRun
 from harness.lint.rules import RULES, Finding
 
-FORMATS = ("text", "json", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
@@ -51,26 +51,12 @@ def text(run: LintRun) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _finding_json(finding: Finding) -> dict[str, Any]:
-    return {
-        "path": finding.path,
-        "line": finding.line,
-        "column": finding.column,
-        "end_line": finding.end_line,
-        "end_column": finding.end_column,
-        "rule": finding.rule,
-        "message": finding.message,
-        "fix": finding.fix,
-        "suppressed": finding.suppressed,
-    }
-
-
 def as_json(run: LintRun) -> str:
     document = {
         "tool": "ptrport lint",
         "version": __version__,
         "files": run.files,
-        "findings": [_finding_json(finding) for finding in run.findings],
+        "findings": [asdict(finding) for finding in run.findings],
         "unparsed": [
             {"path": u.path, "line": u.line, "column": u.column, "reason": u.reason}
             for u in run.unparsed
@@ -104,6 +90,10 @@ def _artifact(path: str) -> dict[str, str]:
     return {"uri": quote(where.as_posix()), "uriBaseId": "%SRCROOT%"}
 
 
+def _location(path: str, **region: int) -> dict[str, Any]:
+    return {"physicalLocation": {"artifactLocation": _artifact(path), "region": region}}
+
+
 def _result_json(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.rule,
@@ -111,17 +101,13 @@ def _result_json(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
         "level": "error",
         "message": {"text": f"{finding.message}. Fix: {finding.fix}."},
         "locations": [
-            {
-                "physicalLocation": {
-                    "artifactLocation": _artifact(finding.path),
-                    "region": {
-                        "startLine": finding.line,
-                        "startColumn": finding.column,
-                        "endLine": finding.end_line,
-                        "endColumn": finding.end_column,
-                    },
-                }
-            }
+            _location(
+                finding.path,
+                startLine=finding.line,
+                startColumn=finding.column,
+                endLine=finding.end_line,
+                endColumn=finding.end_column,
+            )
         ],
     }
     if finding.suppressed is not None:
@@ -138,12 +124,7 @@ def sarif(run: LintRun) -> str:
             "level": "warning",
             "message": {"text": f"not checked: {u.reason}"},
             "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": _artifact(u.path),
-                        "region": {"startLine": max(u.line, 1), "startColumn": max(u.column, 1)},
-                    }
-                }
+                _location(u.path, startLine=max(u.line, 1), startColumn=max(u.column, 1))
             ],
         }
         for u in run.unparsed

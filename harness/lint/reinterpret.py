@@ -13,32 +13,29 @@ import enum
 import operator
 from collections.abc import Callable, Mapping
 
-from harness.addresses import ADDRESS_LIMIT, HIGH_HALF, to_signed, to_unsigned
+from harness.addresses import (
+    ADDRESS_CLASSES,
+    ADDRESS_LIMIT,
+    BOUNDARIES,
+    HIGH_HALF,
+    PAGE_SIZE,
+    to_signed,
+    to_unsigned,
+)
 
-TWO_63 = HIGH_HALF
-TWO_64 = ADDRESS_LIMIT
-SIGN_CONSTANTS = frozenset({TWO_63, TWO_63 - 1, TWO_64, TWO_64 - 1, -TWO_63, -TWO_64})
+SIGN_CONSTANTS = frozenset(
+    {HIGH_HALF, HIGH_HALF - 1, ADDRESS_LIMIT, ADDRESS_LIMIT - 1, -HIGH_HALF, -ADDRESS_LIMIT}
+)
 """Constants that mark an expression as a sign reinterpretation."""
 
-SAMPLES = (
-    0,
-    1,
-    4096,
-    1 << 47,
-    0x7F12_3456_7000,
-    TWO_63 - 1,
-    TWO_63,
-    TWO_63 + 4096,
-    0xB400_0077_5703_6010,
-    0xFF00_000B_65BA_2000,
-    0xFFFF_85AB_D4E0_0000,
-    TWO_64 - 1,
+SAMPLES = tuple(
+    sorted(
+        {1, PAGE_SIZE, *BOUNDARIES}
+        | {address for kind in ADDRESS_CLASSES.values() for address in kind.observed}
+    )
 )
-"""Addresses each candidate is evaluated at: the boundaries, and upper-half device addresses."""
-
-
-as_unsigned = to_unsigned
-"""The address of any int's low 64 bits."""
+"""Addresses each candidate is evaluated at: small offsets, the boundaries of every encoding
+(``2**63 - 1``, ``2**63``, ``2**64 - 1`` among them), and addresses seen on real devices."""
 
 
 def as_signed(value: int) -> int:
@@ -206,12 +203,12 @@ def classify(
             results.append((given, evaluator.value(node, given)))
         except (_Unsupported, ArithmeticError, RecursionError):
             return None
-    if all(got == as_unsigned(given) for given, got in results):
+    if all(got == to_unsigned(given) for given, got in results):
         return Verdict(Reading.UNSIGNED)
     if all(got == as_signed(given) for given, got in results):
         return Verdict(Reading.SIGNED)
     wrong = [(given, got) for given, got in results if got not in (given, as_signed(given))]
-    given, got = min(wrong or results, key=lambda pair: abs(as_unsigned(pair[0]) - TWO_63))
+    given, got = min(wrong or results, key=lambda pair: abs(to_unsigned(pair[0]) - HIGH_HALF))
     return Verdict(Reading.WRONG, given, got)
 
 
