@@ -1,5 +1,5 @@
 """The repository's own test runs: pytester for the plugin's tests, and the Hypothesis profiles
-of :mod:`harness.profiles` (chosen by HYPOTHESIS_PROFILE) for the harness's own property tests.
+of :mod:`ptrport.run.profiles` (chosen by HYPOTHESIS_PROFILE) for the harness's own property tests.
 A scenario run from here gets the same profiles from the plugin, as it would anywhere else."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import profiles
+from ptrport.run import profiles
 
 pytest_plugins = ["pytester"]
 

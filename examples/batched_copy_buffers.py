@@ -30,8 +30,8 @@ import torch
 import triton
 import triton.language as tl
 
-from harness.backends import Backend
-from harness.batches import Batch
+from ptrport.check.batches import Batch
+from ptrport.device.backends import Backend
 
 BLOCK_SIZE = 1024
 

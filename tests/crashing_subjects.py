@@ -7,9 +7,9 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from harness.addresses import HIGH_HALF
-from harness.backends import Backend
-from harness.batches import Batch
+from ptrport.addresses import HIGH_HALF
+from ptrport.check.batches import Batch
+from ptrport.device.backends import Backend
 
 SYNTHETIC = HIGH_HALF
 """A non-canonical x86-64 address: reading it is a segmentation fault."""

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.lint.checker import LintRun
+from ptrport.lint.checker import LintRun
 
 _EXPECT = re.compile(r"#\s*expect:\s*([\w\-, ]+?)\s*$")
 _CLEAN = re.compile(r"#\s*clean\s*$")

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
-from harness.expectations import Expectations, load_expectations
-from harness.measurements import GBPS, Measurement
-from harness.records import Outcome, Result
-from harness.report import (
+from ptrport.report.expectations import Expectations, load_expectations
+from ptrport.report.measurements import GBPS, Measurement
+from ptrport.report.platform_report import (
     FINISHED,
     RUNNING,
     PlatformReport,
@@ -22,6 +21,7 @@ from harness.report import (
     report_from_document,
     write_report,
 )
+from ptrport.report.records import Outcome, Result
 
 OVERFLOW = "OverflowError: Python int too large to convert to C long"
 """What torch says when an address above ``2**63 - 1`` is put in an int64 tensor."""

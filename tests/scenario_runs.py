@@ -12,12 +12,12 @@ import pytest
 # Imported before any test: pytester takes sys.modules back to what it was before each test,
 # and native modules, once dropped from it, cannot be imported again (Triton's aborts the
 # process, torch's raises); the plugin imports them only when an inner run starts a session.
-import harness.session  # noqa: F401
+import ptrport.run.session  # noqa: F401
 
 with contextlib.suppress(ImportError):
     import triton  # noqa: F401
 
-SCENARIOS = Path(__file__).resolve().parent.parent / "harness" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parent.parent / "ptrport" / "scenarios"
 
 # Inner runs may happen in this process, so the profile they load is put back when they end.
 PROFILE_CONFTEST = """
@@ -37,7 +37,7 @@ def pytest_unconfigure(config):
 
 
 def pytest_collectstart(collector):
-    # Every test module of these runs is a scenario, as the modules of harness.scenarios are.
+    # Every test module of these runs is a scenario, as the modules of ptrport.scenarios are.
     if isinstance(collector, pytest.Module):
         collector.add_marker("ptrport_scenario")
 """

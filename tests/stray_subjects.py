@@ -9,8 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
-from harness.backends import Backend
-from harness.batches import Batch, Entry
+from ptrport.check.batches import Batch, Entry
+from ptrport.device.backends import Backend
 
 
 @triton.jit  # type: ignore[untyped-decorator]

@@ -8,9 +8,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import address_ops
-from harness import strategies as hst
-from harness.addresses import ADDRESS_LIMIT, HIGH_HALF, INT64_MAX, MAX_ADDRESS, to_signed
+from ptrport.addresses import ADDRESS_LIMIT, HIGH_HALF, INT64_MAX, MAX_ADDRESS, to_signed
+from ptrport.check import strategies as hst
+from ptrport.device import address_ops
 
 BOUNDARY = [INT64_MAX, HIGH_HALF, MAX_ADDRESS, 0, 0xFFFF85ABD4E00000]
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.addresses import (
+from ptrport.addresses import (
     ADDRESS_CLASSES,
     ADDRESS_LIMIT,
     HIGH_HALF,

@@ -7,16 +7,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.addresses import MAX_ADDRESS, to_hex
-from harness.allocations import (
+from ptrport.addresses import MAX_ADDRESS, to_hex
+from ptrport.device.allocations import (
     DEFAULT_GUARD_NBYTES,
     GUARD_BYTE,
     Allocation,
     AllocationRegistry,
     allocate,
 )
-from harness.backends import CpuBackend
-from harness.errors import UnsafeDereference
+from ptrport.device.backends import CpuBackend
+from ptrport.errors import UnsafeDereference
 
 CPU = CpuBackend()
 INTEL_ADDRESS = 0xFFFF85ABD4E00000

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.backends import (
+from ptrport.device.backends import (
     Backend,
     BackendSelection,
     CpuBackend,
@@ -20,8 +20,7 @@ from harness.backends import (
     load_backends,
     parse_backend_spec,
 )
-from harness.errors import UnknownName
-from harness.fingerprint import (
+from ptrport.device.fingerprint import (
     PLATFORM_ENV,
     check_platform_id,
     default_platform_id,
@@ -29,7 +28,8 @@ from harness.fingerprint import (
     platform_fingerprint,
     platform_id_from_env,
 )
-from harness.presentation import TBI, USM
+from ptrport.device.presentation import TBI, USM
+from ptrport.errors import UnknownName
 
 CPU = CpuBackend()
 CPU_USM = CpuUsmBackend()

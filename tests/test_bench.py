@@ -14,16 +14,17 @@ import pytest
 import torch
 from sample_reports import CPU_TARGET, document, measurement, result
 
-from harness import bench, schema
-from harness.backends import CpuBackend
-from harness.bench import Sizes
-from harness.cli import main
-from harness.diff import diff_reports, to_markdown
-from harness.engines import ENGINES
-from harness.errors import HarnessError
-from harness.expectations import Expectations
-from harness.matrix import build_matrix
-from harness.measurements import (
+from ptrport.check import bench
+from ptrport.check.bench import Sizes
+from ptrport.check.engines import ENGINES
+from ptrport.cli import main
+from ptrport.device.backends import CpuBackend
+from ptrport.errors import HarnessError
+from ptrport.report import schema
+from ptrport.report.diff import diff_reports, to_markdown
+from ptrport.report.expectations import Expectations
+from ptrport.report.matrix import build_matrix
+from ptrport.report.measurements import (
     ENTRIES_PER_S,
     GBPS,
     INTERPRETED_REPEAT,
@@ -32,8 +33,7 @@ from harness.measurements import (
     record,
     section_errors,
 )
-from harness.records import Outcome
-from harness.report import (
+from ptrport.report.platform_report import (
     RUNNING,
     journal_path,
     load_report,
@@ -41,6 +41,7 @@ from harness.report import (
     write_json_atomically,
     write_report,
 )
+from ptrport.report.records import Outcome
 
 CPU = CpuBackend()
 TINY = Sizes(table_entries=2000, int_entries=200, batches=((2, 64 * 1024), (32, 256)))

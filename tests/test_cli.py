@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from harness.cli import main
+from ptrport.cli import main
 
 
 def test_backends_lists_each_backend_with_why_it_is_missing(

@@ -12,11 +12,11 @@ import pytest
 from chromium import dump_dom
 from sample_reports import HIGH_ADDRESS, OVERFLOW, Known, report, result
 
-from harness import compat, history
-from harness.cli import main
-from harness.matrix import Matrix, build_matrix
-from harness.records import Outcome, Result
-from harness.render import to_html, to_markdown, write
+from ptrport.cli import main
+from ptrport.report import compat, history
+from ptrport.report.matrix import Matrix, build_matrix
+from ptrport.report.records import Outcome, Result
+from ptrport.report.render import to_html, to_markdown, write
 
 ISSUE = "https://github.com/pytorch/pytorch/issues/12345"
 OPERATION = "uint64_operations::test_operation[sort]"
@@ -35,7 +35,7 @@ def _matrix(directory: Path) -> Matrix:
             message=OVERFLOW + "\nwith a traceback below",
             example={"batch": {"type": "batch", "entries": [{"type": "entry", **HIGH_ADDRESS}]}},
             on="cpu-usm",
-            body="harness.checks:real_entries_are_copied_exactly",
+            body="ptrport.check.checks:real_entries_are_copied_exactly",
         ),
         result("batch_copy::test_known", Outcome.FAILED, message="NotImplementedError: copy_"),
         result("batch_copy::test_crash", Outcome.CRASHED, message="crashed: SIGSEGV"),

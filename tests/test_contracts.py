@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from harness.addresses import INT64_MAX
-from harness.contracts import FULL_RANGE, Contract, ContractError, contract_from
-from harness.subjects import builtin_subjects
-from harness.user_subjects import SubjectError, UserSubject
+from ptrport.addresses import INT64_MAX
+from ptrport.check.contracts import FULL_RANGE, Contract, ContractError, contract_from
+from ptrport.check.subjects import builtin_subjects
+from ptrport.check.user_subjects import SubjectError, UserSubject
 from tests.scenario_runs import copy_scenarios, use_profile
 
 
@@ -56,7 +56,7 @@ def test_a_declared_contract_reads_as_what_it_narrows() -> None:
         ({"max_nbytes": 2**63}, r"contract max_nbytes=9223372036854775808 is not in"),
         ({"max_nbytes": "2GiB"}, "contract max_nbytes='2GiB' is not an int"),
         ({"max_bytes": 1}, "contract has unknown keys max_bytes; known: alignment, max_nbytes"),
-        ([2**31 - 1], r"contract is \[2147483647\]: give a harness.contracts.Contract"),
+        ([2**31 - 1], r"contract is \[2147483647\]: give a ptrport.check.contracts.Contract"),
     ],
     ids=str,
 )

@@ -13,14 +13,20 @@ from typing import Any
 import pytest
 import torch
 
-from harness import controls
-from harness.addresses import HIGH_HALF, MAX_ADDRESS
-from harness.allocations import allocate
-from harness.backends import CpuBackend, CpuTbiBackend, CpuUsmBackend, CudaBackend, XpuBackend
-from harness.batches import Batch, Entry
-from harness.presentation import DeviceFault
-from harness.records import Outcome, Result
-from harness.subjects import AddressQueries, builtin_subjects
+from ptrport.addresses import HIGH_HALF, MAX_ADDRESS
+from ptrport.check import controls
+from ptrport.check.batches import Batch, Entry
+from ptrport.check.subjects import AddressQueries, builtin_subjects
+from ptrport.device.allocations import allocate
+from ptrport.device.backends import (
+    CpuBackend,
+    CpuTbiBackend,
+    CpuUsmBackend,
+    CudaBackend,
+    XpuBackend,
+)
+from ptrport.device.presentation import DeviceFault
+from ptrport.report.records import Outcome, Result
 from tests.scenario_runs import SCENARIOS, copy_scenarios, use_profile
 
 CPU = CpuBackend()
@@ -390,7 +396,7 @@ def _ptrport_controls(tmp_path: Path, *args: str) -> subprocess.CompletedProcess
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "ptrport.cli",
             "controls",
             "--backend=cpu",
             *args,

@@ -9,11 +9,11 @@ from typing import Unpack
 import pytest
 from sample_reports import ReportParts, document, expectations_file, result, unwritten_report
 
-from harness.diff import Diff, diff_reports, to_markdown
-from harness.expectations import NOW_PASSES, Expectations
-from harness.markup import markdown_text
-from harness.records import Outcome, Result
-from harness.report import INTERRUPTED, load_reports, write_report
+from ptrport.report.diff import Diff, diff_reports, to_markdown
+from ptrport.report.expectations import NOW_PASSES, Expectations
+from ptrport.report.markup import markdown_text
+from ptrport.report.platform_report import INTERRUPTED, load_reports, write_report
+from ptrport.report.records import Outcome, Result
 
 SUBJECTS = ("uint64/torch", "int64-bitcast/torch")
 CHECKS = tuple(f"table_round_trip::test_property_{i}" for i in range(10))

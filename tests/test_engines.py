@@ -12,14 +12,19 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import verify
-from harness.addresses import MAX_ADDRESS, to_hex
-from harness.allocations import DEFAULT_GUARD_NBYTES, Allocation, AllocationRegistry, allocate
-from harness.backends import Backend, CpuBackend, CudaBackend, MpsBackend, XpuBackend
-from harness.batches import Batch, Entry
-from harness.engines import ENGINES, TRITON_BLOCK, AdmittedCopy, admit
-from harness.errors import UnsafeDereference
-from harness.tables import UINT64, PointerTable
+from ptrport.addresses import MAX_ADDRESS, to_hex
+from ptrport.check import verify
+from ptrport.check.batches import Batch, Entry
+from ptrport.check.engines import ENGINES, TRITON_BLOCK, AdmittedCopy, admit
+from ptrport.check.tables import UINT64, PointerTable
+from ptrport.device.allocations import (
+    DEFAULT_GUARD_NBYTES,
+    Allocation,
+    AllocationRegistry,
+    allocate,
+)
+from ptrport.device.backends import Backend, CpuBackend, CudaBackend, MpsBackend, XpuBackend
+from ptrport.errors import UnsafeDereference
 
 CPU = CpuBackend()
 INTEL_ADDRESS = 0xFFFF85ABD4E00000
@@ -171,12 +176,12 @@ def test_a_synthetic_address_with_a_size_is_refused_without_killing_the_process(
     rather than take the test run down with it."""
     code = textwrap.dedent(
         f"""
-        from harness.allocations import AllocationRegistry, allocate
-        from harness.backends import CpuBackend
-        from harness.batches import Entry
-        from harness.engines import ENGINES
-        from harness.errors import UnsafeDereference
-        from harness.tables import UINT64, PointerTable
+        from ptrport.device.allocations import AllocationRegistry, allocate
+        from ptrport.device.backends import CpuBackend
+        from ptrport.check.batches import Entry
+        from ptrport.check.engines import ENGINES
+        from ptrport.errors import UnsafeDereference
+        from ptrport.check.tables import UINT64, PointerTable
 
         cpu = CpuBackend()
         real = allocate(cpu, numel=64)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sample_reports import expectations_file, result, unwritten_report
 
-from harness.expectations import (
+from ptrport.report.expectations import (
     MATCHES_NO_RESULT,
     NOW_PASSES,
     Expectation,
@@ -15,7 +15,7 @@ from harness.expectations import (
     ExpectationsError,
     load_expectations,
 )
-from harness.records import Outcome
+from ptrport.report.records import Outcome
 
 CHECK = "table_round_trip::test_an_entry_reads_back_bit_exact"
 OTHER_CHECK = "batch_copy::test_every_real_entry_is_copied"

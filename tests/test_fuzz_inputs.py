@@ -25,11 +25,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sample_reports import HIGH_ADDRESS, OVERFLOW, document, result
 
-from harness import schema
-from harness.cli import main
-from harness.expectations import Expectation, Expectations, ExpectationsError, load_expectations
-from harness.records import Outcome, Result
-from harness.report import (
+from ptrport.cli import main
+from ptrport.report import schema
+from ptrport.report.expectations import (
+    Expectation,
+    Expectations,
+    ExpectationsError,
+    load_expectations,
+)
+from ptrport.report.platform_report import (
     MAX_DEPTH,
     MAX_DIGITS,
     RUNNING,
@@ -38,6 +42,7 @@ from harness.report import (
     journal_path,
     load_report,
 )
+from ptrport.report.records import Outcome, Result
 
 FUZZ = settings(
     max_examples=50,
@@ -52,7 +57,7 @@ WITH_CAPSYS = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 CHECK = "table_round_trip::test_an_entry_reads_back_bit_exact"
 BATCH_CHECK = "batch_copy::test_every_real_entry_is_copied"
-BODY = "harness.checks:an_entry_reads_back_bit_exact"
+BODY = "ptrport.check.checks:an_entry_reads_back_bit_exact"
 BATCH = {
     "type": "batch",
     "entries": [
@@ -79,7 +84,7 @@ RESULTS = [
     result(BATCH_CHECK, Outcome.SKIPPED, subject=None, on="xpu", message="no XPU here"),
 ]
 VALID = document("lab-1", RESULTS)
-"""A finished run, as :func:`harness.report.write_report` writes it."""
+"""A finished run, as :func:`ptrport.report.platform_report.write_report` writes it."""
 VALID_TEXT = json.dumps(VALID, indent=2) + "\n"
 HAND_EDITED = json.dumps(VALID, indent=2, ensure_ascii=False).encode("utf-8")
 """The same report saved by an editor: its non-ASCII message as UTF-8, not escaped."""

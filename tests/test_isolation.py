@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness import isolation
-from harness.records import Outcome
+from ptrport.report.records import Outcome
+from ptrport.run import isolation
 from tests.scenario_runs import copy_scenarios, use_profile
 
 HERE = Path(__file__).resolve().parent
@@ -105,7 +105,7 @@ import os
 import pytest
 import torch
 
-from harness import presentation
+from ptrport.device import presentation
 
 UNPATCHED = torch.Tensor.data_ptr
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.addresses import HIGH_HALF, INT64_MAX, MAX_ADDRESS
-from harness.backends import CpuBackend
-from harness.batches import Entry
-from harness.tables import INT64_BITCAST, UINT64, Encoding, PointerTable
+from ptrport.addresses import HIGH_HALF, INT64_MAX, MAX_ADDRESS
+from ptrport.check.batches import Entry
+from ptrport.check.tables import INT64_BITCAST, UINT64, Encoding, PointerTable
+from ptrport.device.backends import CpuBackend
 from tests.scenario_runs import copy_scenarios, use_profile
 
 pytest.importorskip("triton")
-from harness import kernel_view
+from ptrport.check import kernel_view
 
 CPU = CpuBackend()
 BOUNDARY = [INT64_MAX, HIGH_HALF, MAX_ADDRESS, 0xFFFF85ABD4E00000]

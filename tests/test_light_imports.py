@@ -14,32 +14,32 @@ from pathlib import Path
 import pytest
 from sample_reports import OVERFLOW, document, measurement, result
 
-from harness.records import Outcome
-from harness.report import write_report
+from ptrport.report.platform_report import write_report
+from ptrport.report.records import Outcome
 
 HEAVY = ("torch", "numpy", "pytest", "triton", "hypothesis")
 LIGHT = (
-    "harness.cli",
-    "harness.diff",
-    "harness.errors",
-    "harness.expectations",
-    "harness.history",
-    "harness.lint.checker",
-    "harness.lint.formats",
-    "harness.local_matrix",
-    "harness.markup",
-    "harness.matrix",
-    "harness.measurements",
-    "harness.named",
-    "harness.op_support",
-    "harness.platforms",
-    "harness.records",
-    "harness.render",
-    "harness.report",
-    "harness.repro",
-    "harness.schema",
-    "harness.summary",
-    "harness.trend_chart",
+    "ptrport.cli",
+    "ptrport.report.diff",
+    "ptrport.errors",
+    "ptrport.report.expectations",
+    "ptrport.report.history",
+    "ptrport.lint.checker",
+    "ptrport.lint.formats",
+    "ptrport.report.local_matrix",
+    "ptrport.report.markup",
+    "ptrport.report.matrix",
+    "ptrport.report.measurements",
+    "ptrport.named",
+    "ptrport.report.op_support",
+    "ptrport.report.platforms",
+    "ptrport.report.records",
+    "ptrport.report.render",
+    "ptrport.report.platform_report",
+    "ptrport.report.repro",
+    "ptrport.report.schema",
+    "ptrport.report.summary",
+    "ptrport.report.trend_chart",
 )
 """Every module on the path of ``ptrport report ...``, ``ptrport matrix --no-run`` and
 ``ptrport lint``."""
@@ -81,7 +81,7 @@ def _ptrport(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProc
     """``ptrport ARGS`` in ``env``, from the directory that holds the blocked packages (so
     that no file of this checkout, such as its expectations, is read by default)."""
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *map(str, args)],
+        [sys.executable, "-m", "ptrport.cli", *map(str, args)],
         cwd=Path(env["PYTHONPATH"].split(os.pathsep)[0]),
         env=env,
         capture_output=True,
@@ -112,7 +112,7 @@ def reports(tmp_path: Path) -> Path:
         subject="int64/torch",
         message=OVERFLOW,
         example=EXAMPLE,
-        body="harness.checks:an_entry_reads_back_bit_exact",
+        body="ptrport.check.checks:an_entry_reads_back_bit_exact",
     )
     for name, copy, ratio in (("baseline", Outcome.PASSED, 1.0), ("current", Outcome.FAILED, 0.5)):
         found = document("lab1", [result(COPY, copy, message="differs"), failing])
@@ -173,7 +173,7 @@ class TestWithoutTorch:
         )
         assert done.returncode == 0, done.stderr
         (script,) = (reports / "repros").iterdir()
-        assert "from harness.replay import run_check" in script.read_text()
+        assert "from ptrport.check.replay import run_check" in script.read_text()
         assert "'dst': '0x8000000000000000'" in script.read_text()
 
     def test_matrix_no_run_merges_and_diffs_as_the_report_environment_does(

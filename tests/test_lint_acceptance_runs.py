@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from harness.addresses import HIGH_HALF
-from harness.presentation import TBI, USM, Presentation, presenting
+from ptrport.addresses import HIGH_HALF
+from ptrport.device.presentation import TBI, USM, Presentation, presenting
 from tests.lint_acceptance import (
     BitcastPointerBuffers,
     Int64PointerBuffers,

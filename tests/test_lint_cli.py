@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.lint.checker import lint_paths
+from ptrport.cli import main
+from ptrport.lint.checker import lint_paths
 
 BROKEN = """\
 import torch
@@ -228,7 +228,7 @@ def test_a_large_tree_split_across_processes_finds_the_same(tmp_path: Path) -> N
 def test_the_command_runs_as_a_console_script(tmp_path: Path) -> None:
     _project(tmp_path, **{"runner.py": BROKEN})
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "lint", str(tmp_path)],
+        [sys.executable, "-m", "ptrport.cli", "lint", str(tmp_path)],
         capture_output=True,
         text=True,
         check=False,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.lint.checker import LintRun, lint_paths
-from harness.lint.rules import RULES
+from ptrport.cli import main
+from ptrport.lint.checker import LintRun, lint_paths
+from ptrport.lint.rules import RULES
 from tests.lint_markers import compare, describe, labels
 
 TESTS = Path(__file__).resolve().parent

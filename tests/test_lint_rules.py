@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.lint import reinterpret
-from harness.lint.checker import LintRun, lint_paths
-from harness.lint.reinterpret import Reading
+from ptrport.lint import reinterpret
+from ptrport.lint.checker import LintRun, lint_paths
+from ptrport.lint.reinterpret import Reading
 from tests.lint_markers import compare, describe, labels
 
 HEADER = """\
@@ -248,7 +248,7 @@ def test_each_rule_finds_its_sites_and_only_those(tmp_path: Path, name: str) -> 
 
 
 def test_every_rule_has_a_case() -> None:
-    from harness.lint.rules import RULES
+    from ptrport.lint.rules import RULES
 
     marked = {rule for source in CASES.values() for rule in RULES if f"expect: {rule}" in source}
     assert marked == set(RULES)

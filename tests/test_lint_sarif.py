@@ -16,8 +16,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from harness.cli import main
-from harness.lint.rules import RULES
+from ptrport.cli import main
+from ptrport.lint.rules import RULES
 from tests.test_workflows import actionlint, node  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent

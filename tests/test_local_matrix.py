@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import local_matrix
-from harness.cli import main
-from harness.errors import HarnessError
-from harness.records import Outcome
+from ptrport.cli import main
+from ptrport.errors import HarnessError
+from ptrport.report import local_matrix
+from ptrport.report.records import Outcome
 from tests.sample_reports import report, result
 
 ROUND_TRIP = "table_round_trip::test_an_entry_reads_back_bit_exact"

@@ -13,10 +13,10 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from sample_reports import Known, report, result, unwritten_report
 
-from harness.markup import markdown_text
-from harness.matrix import Matrix, build_matrix
-from harness.records import Outcome, Result
-from harness.render import SUMMARY_LIMIT, to_markdown
+from ptrport.report.markup import markdown_text
+from ptrport.report.matrix import Matrix, build_matrix
+from ptrport.report.records import Outcome, Result
+from ptrport.report.render import SUMMARY_LIMIT, to_markdown
 
 PLAIN = [
     "cpu-x86-64",

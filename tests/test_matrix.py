@@ -19,9 +19,8 @@ from sample_reports import (
     upper_half_report,
 )
 
-from harness.matrix import Cell, CellState, Matrix, build_matrix
-from harness.records import Outcome, Result
-from harness.report import (
+from ptrport.report.matrix import Cell, CellState, Matrix, build_matrix
+from ptrport.report.platform_report import (
     FINISHED,
     MATRIX_SCHEMA,
     ReportError,
@@ -29,6 +28,7 @@ from harness.report import (
     load_report,
     load_reports,
 )
+from ptrport.report.records import Outcome, Result
 
 
 def _cell(matrix: Matrix, check: str, subject: str | None, column: str) -> Cell:

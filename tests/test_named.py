@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import named
-from harness.errors import HarnessError
+from ptrport import named
+from ptrport.errors import HarnessError
 
 
 @pytest.fixture

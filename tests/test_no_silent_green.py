@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import load_report
+from ptrport.report.platform_report import load_report
 from tests.scenario_runs import use_profile
 
 ANY_CHECK = """

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import platforms
-from harness.platforms import KINDS
+from ptrport.report import platforms
+from ptrport.report.platforms import KINDS
 from tests.scenario_runs import copy_scenarios, use_profile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ def test_tox_has_one_environment_per_kind_in_one_factored_section() -> None:
     config.read(REPO / "tox.ini")
     section = f"testenv:{{{','.join(KINDS)}}}"
     assert config.has_section(section), config.sections()
-    assert "harness.platforms install {env_name}" in config[section]["commands_pre"]
+    assert "ptrport.report.platforms install {env_name}" in config[section]["commands_pre"]
     listed = [e.strip() for e in config["tox"]["env_list"].split(",")]
     assert set(KINDS) | {"tests", "lint", "type", "report"} == set(listed)
 
@@ -96,7 +96,7 @@ def test_the_bench_command_adds_to_the_same_report_unless_turned_off(
     assert command is not None
     assert command[1:] == [
         "-m",
-        "harness.cli",
+        "ptrport.cli",
         "bench",
         "--backend=cpu,cpu-usm,cpu-tbi",
         "--platform-name=lab-7",
@@ -122,7 +122,7 @@ def test_run_writes_the_scenarios_and_then_the_benchmarks_into_one_report_even_a
     pytester.makepyfile(test_failing="def test_fails():\n    assert 1 == 2\n")
     monkeypatch.setenv("PTRPORT_PLATFORM", "lab-7")
     monkeypatch.setenv(platforms.BENCH_ENV, "quick")
-    run = pytester.run(sys.executable, "-m", "harness.platforms", "run", "cpu", timeout=300)
+    run = pytester.run(sys.executable, "-m", "ptrport.report.platforms", "run", "cpu", timeout=300)
     assert run.ret == 1, run.stdout.str() + run.stderr.str()
     run.stdout.fnmatch_lines(["*1 failed*", "ptrport: recorded * benchmarks in *lab-7.json"])
     report = json.loads((pytester.path / "reports" / "lab-7.json").read_text())
@@ -139,7 +139,7 @@ def test_run_with_a_bad_bench_mode_is_one_line_and_exit_2_before_the_scenarios(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(platforms.BENCH_ENV, "fast")
-    run = pytester.run(sys.executable, "-m", "harness.platforms", "run", "cpu", timeout=60)
+    run = pytester.run(sys.executable, "-m", "ptrport.report.platforms", "run", "cpu", timeout=60)
     assert run.ret == 2
     assert run.stderr.lines == ["ptrport: PTRPORT_BENCH='fast' is not one of full, quick, off"]
     assert not (pytester.path / "reports").exists()
@@ -147,7 +147,7 @@ def test_run_with_a_bad_bench_mode_is_one_line_and_exit_2_before_the_scenarios(
 
 def _module(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.platforms", *args],
+        [sys.executable, "-m", "ptrport.report.platforms", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from harness.report import load_report
+from ptrport.report.platform_report import load_report
 from tests.scenario_runs import copy_scenarios, use_profile
 
 TWIN_BACKEND = """
-from harness.backends import CpuBackend
+from ptrport.device.backends import CpuBackend
 
 
 class CpuTwin(CpuBackend):
@@ -49,7 +49,7 @@ def _install_plugin_distribution(
 
 ADDRESS_CHECK = """
 from hypothesis import given
-from harness import strategies as hst
+from ptrport.check import strategies as hst
 
 
 @given(address=hst.addresses())
@@ -106,7 +106,7 @@ class TestBackendOption:
         pytester.makepyfile(
             test_scenario="""
             from hypothesis import given
-            from harness import strategies as hst
+            from ptrport.check import strategies as hst
 
             @given(address=hst.addresses(classes=["user-space"]))
             def test_passes(backend, address):
@@ -178,7 +178,7 @@ class TestControls:
         use_profile(pytester)
         pytester.makepyfile(
             test_table_round_trip="""
-            from harness.batches import Batch, Entry
+            from ptrport.check.batches import Batch, Entry
 
             def test_only_low_addresses(backend, subject):
                 subject.create(1, backend)
@@ -344,7 +344,7 @@ SEED_PROBE = """
 import json
 import pytest
 from hypothesis import given, strategies as st
-from harness import strategies as hst
+from ptrport.check import strategies as hst
 
 
 # A parametrize mark makes Hypothesis key its seed on the node id, which names the backend.

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.report import load_report
+from ptrport.report.platform_report import load_report
 from tests.scenario_runs import PROFILE_CONFTEST, copy_scenarios, use_profile
 
 FOREIGN = """
@@ -33,7 +33,7 @@ def test_db(backend):
 
 
 def test_nothing_heavy_was_imported_for_the_plugin():
-    assert not {"torch", "triton", "numpy", "harness.session"} & set(sys.modules)
+    assert not {"torch", "triton", "numpy", "ptrport.run.session"} & set(sys.modules)
 """
 
 SCENARIO = """
@@ -75,7 +75,7 @@ def test_a_foreign_run_next_to_scenarios_in_another_directory_is_left_alone(
 
 def test_importing_the_plugin_imports_nothing_heavy() -> None:
     code = (
-        "import sys, pytest, harness.plugin; "
+        "import sys, pytest, ptrport.plugin; "
         "print(sorted({'torch', 'triton', 'numpy', 'hypothesis'} & set(sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -220,7 +220,7 @@ def test_ptrport_run_from_another_directory_names_isolated_checks_as_in_process_
     # The packaged scenarios lie outside this directory's rootdir; an isolated child runs each
     # by its absolute path, and the parent names its results as it names its own items.
     def run(*options: str) -> list[str]:
-        command = [sys.executable, "-m", "harness.cli", "run", "--backend=cpu"]
+        command = [sys.executable, "-m", "ptrport.cli", "run", "--backend=cpu"]
         done = subprocess.run(
             [
                 *command,

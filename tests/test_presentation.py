@@ -11,9 +11,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.addresses import HIGH_HALF, INT64_MAX, MAX_ADDRESS, to_hex
-from harness.errors import HarnessError
-from harness.presentation import (
+from ptrport.addresses import HIGH_HALF, INT64_MAX, MAX_ADDRESS, to_hex
+from ptrport.device.presentation import (
     AS_IS,
     TBI,
     USM,
@@ -23,6 +22,7 @@ from harness.presentation import (
     active,
     presenting,
 )
+from ptrport.errors import HarnessError
 
 PRESENTATIONS = [AS_IS, USM, TBI]
 UPPER_HALF = [USM, TBI]

@@ -16,27 +16,35 @@ import pytest
 import torch
 from sample_reports import document, report, result, unwritten_report
 
-from harness import probe, schema
-from harness.addresses import to_signed
-from harness.backends import CpuBackend
-from harness.cli import main
-from harness.diff import diff_reports, to_markdown
-from harness.expectations import Expectations
-from harness.matrix import build_matrix
-from harness.op_support import SCENARIO, OperationVerdict, check_id, label, operation_of, verdict_of
-from harness.records import Outcome, Result
-from harness.render import to_html
-from harness.render import to_markdown as matrix_markdown
-from harness.report import (
+from ptrport.addresses import to_signed
+from ptrport.check import probe
+from ptrport.cli import main
+from ptrport.device.backends import CpuBackend
+from ptrport.report import schema
+from ptrport.report.diff import diff_reports, to_markdown
+from ptrport.report.expectations import Expectations
+from ptrport.report.matrix import build_matrix
+from ptrport.report.op_support import (
+    SCENARIO,
+    OperationVerdict,
+    check_id,
+    label,
+    operation_of,
+    verdict_of,
+)
+from ptrport.report.platform_report import (
     journal_path,
     load_report,
     load_reports,
     replace_scenario_results,
     write_report,
 )
+from ptrport.report.records import Outcome, Result
+from ptrport.report.render import to_html
+from ptrport.report.render import to_markdown as matrix_markdown
 
 CPU = CpuBackend()
-SCENARIOS = Path(__file__).resolve().parent.parent / "harness" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parent.parent / "ptrport" / "scenarios"
 ON_TORCH_2_13 = pytest.mark.skipif(
     not str(torch.__version__).startswith("2.13."),
     reason=f"these are the facts of torch 2.13 on the CPU; this is torch {torch.__version__}",
@@ -61,8 +69,8 @@ SIGNED_TOLIST = probe.Operation(
 )
 WRONG_CATALOGUE = """
 import torch
-from harness import probe
-from harness.addresses import to_signed
+from ptrport.check import probe
+from ptrport.addresses import to_signed
 
 
 def _signed(on):
@@ -182,7 +190,7 @@ class TestProbeOnTorchCpu:
         assert wrong.message.startswith("AssertionError: expected [0x7fff")
         assert (wrong.example, wrong.body) == (
             {"operation": "signed_tolist"},
-            "harness.probe:check_operation",
+            "ptrport.check.probe:check_operation",
         )
 
     @pytest.mark.skipif(
@@ -312,7 +320,7 @@ class TestProbeCommand:
                 "ptrport: cannot import operation catalogue 'no_such_module:OPS': "
                 "ModuleNotFoundError: No module named 'no_such_module'",
             ),
-            ("--operations=harness.probe:VALUES", "not a sequence of harness.probe.Operation"),
+            ("--operations=ptrport.check.probe:VALUES", "not a sequence of ptrport.check.probe.Operation"),
         ],
     )
     def test_bad_input_is_one_line_and_exit_2(
@@ -344,7 +352,7 @@ class TestScenario:
                 found.to_result().outcome.value,
                 found.message,
             )
-            assert found.to_result().nodeid == f"harness/scenarios/{mine['nodeid']}"
+            assert found.to_result().nodeid == f"ptrport/scenarios/{mine['nodeid']}"
 
 
 def _probe_results(verdicts: dict[str, str], on: str = "cpu") -> list[Result]:

@@ -1,4 +1,4 @@
-"""The Hypothesis profiles that ship with the package (harness.profiles)."""
+"""The Hypothesis profiles that ship with the package (ptrport.run.profiles)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from harness import profiles
+from ptrport.run import profiles
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,7 +77,7 @@ def test_profiles_are_the_same_where_a_ci_environment_variable_is_set(tmp_path: 
     # Hypothesis loads its own "ci" profile at import under CI=true (GitHub Actions sets it);
     # ours must not inherit from it, or the nightly would run derandomized.
     read_back = (
-        "import json, pathlib; from harness import profiles; from hypothesis import settings; "
+        "import json, pathlib; from ptrport.run import profiles; from hypothesis import settings; "
         "profiles.register(pathlib.Path('reports')); "
         "print(json.dumps({name: [settings.get_profile(name).derandomize, "
         "list(map(str, settings.get_profile(name).suppress_health_check))] "

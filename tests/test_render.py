@@ -22,10 +22,10 @@ from sample_reports import (
     upper_half_report,
 )
 
-from harness.matrix import Matrix, build_matrix
-from harness.records import Outcome, Result
-from harness.render import RenderError, to_html, to_json, to_markdown, write
-from harness.report import ReportWriter, load_report, load_reports
+from ptrport.report.matrix import Matrix, build_matrix
+from ptrport.report.platform_report import ReportWriter, load_report, load_reports
+from ptrport.report.records import Outcome, Result
+from ptrport.report.render import RenderError, to_html, to_json, to_markdown, write
 
 HOSTILE = (
     "<script>alert(1)</script>"

@@ -13,11 +13,10 @@ import pytest
 import torch
 from sample_reports import HIGH_ADDRESS, OVERFLOW, document, result, run_info
 
-from harness import schema
-from harness.batches import Batch, Entry
-from harness.errors import exception_message
-from harness.records import Outcome, Result, describe, describe_example
-from harness.report import (
+from ptrport.check.batches import Batch, Entry
+from ptrport.errors import exception_message
+from ptrport.report import schema
+from ptrport.report.platform_report import (
     FINISHED,
     INTERRUPTED,
     RUNNING,
@@ -32,8 +31,9 @@ from harness.report import (
     write_json_atomically,
     write_report,
 )
+from ptrport.report.records import Outcome, Result, describe, describe_example
 
-BODY = "harness.checks:an_entry_reads_back_bit_exact"
+BODY = "ptrport.check.checks:an_entry_reads_back_bit_exact"
 RESULTS = [
     result("table_round_trip::x", body=BODY),
     result(

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
+from ptrport.cli import main
 
-SCENARIOS = Path(__file__).resolve().parent.parent / "harness" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parent.parent / "ptrport" / "scenarios"
 PROFILE = """
 from hypothesis import settings
 

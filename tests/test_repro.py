@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import torch
 
-from harness.allocations import allocate
-from harness.backends import CpuBackend, CpuUsmBackend
-from harness.batches import Batch, Entry
-from harness.records import Outcome, Result, describe_example
-from harness.replay import ReplayData, rebuild
-from harness.report import PlatformReport
-from harness.repro import ReproError, script, select, write_scripts
+from ptrport.check.batches import Batch, Entry
+from ptrport.check.replay import ReplayData, rebuild
+from ptrport.device.allocations import allocate
+from ptrport.device.backends import CpuBackend, CpuUsmBackend
+from ptrport.report.platform_report import PlatformReport
+from ptrport.report.records import Outcome, Result, describe_example
+from ptrport.report.repro import ReproError, script, select, write_scripts
 
 CPU = CpuBackend()
 INT64_FAILURE = {"src": "0x0000000000000000", "dst": "0x8000000000000000", "nbytes": 0}
@@ -28,7 +28,7 @@ def _result(
     subject_name: str,
     example: dict[str, Any],
     *,
-    body: str = "harness.checks:an_entry_reads_back_bit_exact",
+    body: str = "ptrport.check.checks:an_entry_reads_back_bit_exact",
     check: str = "table_round_trip::test_an_entry_reads_back_bit_exact",
     outcome: Outcome = Outcome.XFAILED,
 ) -> Result:
@@ -126,7 +126,7 @@ def test_a_repro_of_a_batch_with_real_entries_runs_the_copy_again(tmp_path: Path
     result = _result(
         "uint64/ctypes",
         describe_example({"batch": batch}),
-        body="harness.checks:real_entries_are_copied_exactly",
+        body="ptrport.check.checks:real_entries_are_copied_exactly",
         check="batch_copy::test_real_entries_are_copied_exactly",
         outcome=Outcome.FAILED,
     )
@@ -149,7 +149,7 @@ def test_a_repro_on_cpu_usm_rebuilds_real_entries_at_presented_addresses(tmp_pat
         _result(
             "int64/torch",
             example,
-            body="harness.checks:real_entries_are_copied_exactly",
+            body="ptrport.check.checks:real_entries_are_copied_exactly",
             check="batch_copy::test_real_entries_are_copied_exactly",
         ),
         backend="cpu-usm",
@@ -165,12 +165,12 @@ def test_a_repro_on_cpu_usm_rebuilds_real_entries_at_presented_addresses(tmp_pat
 
 def test_a_repro_names_what_is_missing_when_it_cannot_run(tmp_path: Path) -> None:
     path = tmp_path / "repro.py"
-    result = _result("int64/torch", INT64_FAILURE, body="harness.checks:no_such_check")
+    result = _result("int64/torch", INT64_FAILURE, body="ptrport.check.checks:no_such_check")
     path.write_text(script(result, _report()))
     done = _run(path)
     assert done.returncode == 2
     assert (
-        "cannot load check body 'harness.checks:no_such_check': module 'harness.checks' has no "
+        "cannot load check body 'ptrport.check.checks:no_such_check': module 'ptrport.check.checks' has no "
         "attribute 'no_such_check'" in done.stdout
     )
 

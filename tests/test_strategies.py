@@ -1,4 +1,4 @@
-"""Meta-tests of the strategies: every promise a docstring in harness/strategies.py makes."""
+"""Meta-tests of the strategies: every promise a docstring in ptrport/check/strategies.py makes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import Phase, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from harness.addresses import (
+from ptrport.addresses import (
     ADDRESS_CLASSES,
     BOUNDARIES,
     HIGH_HALF,
@@ -20,16 +20,16 @@ from harness.addresses import (
     MAX_ADDRESS,
     PAGE_SIZE,
 )
-from harness.allocations import DEFAULT_GUARD_NBYTES, GUARD_BYTE, Allocation
-from harness.backends import Backend, CpuBackend
-from harness.batches import Batch, Entry
-from harness.strategies import (
+from ptrport.check.batches import Batch, Entry
+from ptrport.check.strategies import (
     DEFAULT_DTYPES,
     addresses,
     allocations,
     copy_batches,
     high_addresses,
 )
+from ptrport.device.allocations import DEFAULT_GUARD_NBYTES, GUARD_BYTE, Allocation
+from ptrport.device.backends import Backend, CpuBackend
 
 T = TypeVar("T")
 

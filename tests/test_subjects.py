@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness import verify
-from harness.addresses import to_hex
-from harness.allocations import allocate
-from harness.backends import CpuBackend, CudaBackend
-from harness.batches import Batch, Entry
-from harness.engines import ENGINES
-from harness.errors import HarnessError, UnsafeDereference
-from harness.subjects import TableSubject, builtin_subjects
-from harness.tables import ENCODINGS, INT64, UINT64, PointerTable
+from ptrport.addresses import to_hex
+from ptrport.check import verify
+from ptrport.check.batches import Batch, Entry
+from ptrport.check.engines import ENGINES
+from ptrport.check.subjects import TableSubject, builtin_subjects
+from ptrport.check.tables import ENCODINGS, INT64, UINT64, PointerTable
+from ptrport.device.allocations import allocate
+from ptrport.device.backends import CpuBackend, CudaBackend
+from ptrport.errors import HarnessError, UnsafeDereference
 
 CPU = CpuBackend()
 INTEL_ADDRESS = 0xFFFF85ABD4E00000

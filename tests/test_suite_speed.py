@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from harness.records import Outcome
-from harness.report import scenario_speed
-from harness.summary import backend_table
+from ptrport.report.platform_report import scenario_speed
+from ptrport.report.records import Outcome
+from ptrport.report.summary import backend_table
 from tests.sample_reports import result
 from tests.scenario_runs import use_profile
 

@@ -8,11 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.addresses import INT64_MAX, MAX_ADDRESS, to_signed
-from harness.backends import CpuBackend
-from harness.batches import Entry
-from harness.errors import CapacityExceeded
-from harness.tables import (
+from ptrport.addresses import INT64_MAX, MAX_ADDRESS, to_signed
+from ptrport.check.batches import Entry
+from ptrport.check.tables import (
     ENCODINGS,
     INT64,
     INT64_BITCAST,
@@ -21,6 +19,8 @@ from harness.tables import (
     Encoding,
     PointerTable,
 )
+from ptrport.device.backends import CpuBackend
+from ptrport.errors import CapacityExceeded
 
 CPU = CpuBackend()
 INTEL_ADDRESS = 0xFFFF85ABD4E00000

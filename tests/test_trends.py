@@ -1,5 +1,5 @@
 """Nights as a trend: real runs of the plugin, merged and kept night after night
-(:mod:`harness.history`), drawn as step lines (:mod:`harness.trend_chart`)."""
+(:mod:`ptrport.report.history`), drawn as step lines (:mod:`ptrport.report.trend_chart`)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from sample_reports import measurement
 
-from harness import history, measurements, render
-from harness.cli import main
-from harness.history import Night, PlatformNight
-from harness.matrix import build_matrix
-from harness.report import PlatformReport, load_reports, rewrite_report
-from harness.trend_chart import platform_trend_svg, trends_html, trends_markdown
+from ptrport.cli import main
+from ptrport.report import history, measurements, render
+from ptrport.report.history import Night, PlatformNight
+from ptrport.report.matrix import build_matrix
+from ptrport.report.platform_report import PlatformReport, load_reports, rewrite_report
+from ptrport.report.trend_chart import platform_trend_svg, trends_html, trends_markdown
 from tests.scenario_runs import use_profile
 
 SVG = "{http://www.w3.org/2000/svg}"

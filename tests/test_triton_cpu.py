@@ -17,10 +17,10 @@ import triton.language as tl
 from triton.runtime import interpreter
 from triton.runtime.jit import JITFunction
 
-from harness import triton_cpu
-from harness.addresses import to_hex
-from harness.presentation import AS_IS, TBI, USM, DeviceFault, Presentation, presenting
-from harness.triton_cpu import cpu_launches, on_cpu
+from ptrport.addresses import to_hex
+from ptrport.device import triton_cpu
+from ptrport.device.presentation import AS_IS, TBI, USM, DeviceFault, Presentation, presenting
+from ptrport.device.triton_cpu import cpu_launches, on_cpu
 
 INTERPRET_ENV = "TRITON_INTERPRET"
 PRESENTATIONS = [AS_IS, USM, TBI]
@@ -194,7 +194,7 @@ def test_the_installed_triton_is_one_the_translation_was_tested_on() -> None:
     major_minor = ".".join(triton.__version__.split(".")[:2])
     if major_minor not in triton_cpu.TESTED:
         pytest.skip(
-            f"Triton {triton.__version__} is new to harness.triton_cpu: if the other tests here "
+            f"Triton {triton.__version__} is new to ptrport.device.triton_cpu: if the other tests here "
             "pass on it, add it to TESTED"
         )
     assert all(v.count(".") == 1 for v in triton_cpu.TESTED)

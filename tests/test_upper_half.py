@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from harness.addresses import HIGH_HALF
+from ptrport.addresses import HIGH_HALF
 from tests.scenario_runs import copy_scenarios, use_profile
 
 pytest.importorskip("triton")

@@ -15,20 +15,20 @@ import numpy as np
 import pytest
 import torch
 
-from harness.allocations import allocate
-from harness.backends import CpuBackend
-from harness.batches import Batch, Entry
-from harness.contracts import Contract
-from harness.errors import HarnessError, UnknownName, UnsafeDereference
-from harness.report import load_reports
-from harness.subjects import AddressQueries, builtin_subjects
-from harness.user_subjects import (
+from ptrport.check.batches import Batch, Entry
+from ptrport.check.contracts import Contract
+from ptrport.check.subjects import AddressQueries, builtin_subjects
+from ptrport.check.user_subjects import (
     ENTRY_POINT_GROUP,
     SubjectError,
     UserSubject,
     load_factory,
     select_subjects,
 )
+from ptrport.device.allocations import allocate
+from ptrport.device.backends import CpuBackend
+from ptrport.errors import HarnessError, UnknownName, UnsafeDereference
+from ptrport.report.platform_report import load_reports
 from tests.scenario_runs import copy_scenarios, use_profile
 
 REPO = Path(__file__).resolve().parent.parent

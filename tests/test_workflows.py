@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import platforms
-from harness.platforms import KINDS
+from ptrport.report import platforms
+from ptrport.report.platforms import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -1,5 +1,0 @@
-"""``ptrport lint``: where device addresses meet storage that cannot hold ``2**63..2**64-1``,
-found in Python source without running it (:mod:`harness.lint.checker`)."""
-
-FORMATS = ("text", "json", "sarif")
-"""The output formats of a lint run (:mod:`harness.lint.formats`)."""

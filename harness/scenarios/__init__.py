@@ -1,5 +1,0 @@
-"""The scenarios: the checks of :mod:`harness.checks`, each as a pytest test of its own, marked
-``ptrport_scenario`` so that the plugin parametrizes it over the run's backends and subjects.
-
-Run them from any directory with ``ptrport run`` (or ``pytest --pyargs harness.scenarios``).
-"""

@@ -1,0 +1,327 @@
+"""Hypothesis strategies for addresses, allocations and copy batches.
+
+Every strategy validates its keyword-only arguments when it is called and raises
+:class:`hypothesis.errors.InvalidArgument` with a one-line reason. The draws never depend on
+the backend: the same seed gives the same synthetic addresses, sizes, dtypes and offsets on
+every backend; only the addresses of real allocations differ.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Sequence
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from ptrport.addresses import (
+    ADDRESS_CLASSES,
+    BOUNDARIES,
+    HIGH_HALF,
+    INT64_MAX,
+    MAX_ADDRESS,
+    AddressRange,
+)
+from ptrport.check.batches import Batch, Entry
+from ptrport.device.allocations import DEFAULT_GUARD_NBYTES, Allocation, allocate
+from ptrport.device.backends import Backend
+
+UNIFORM = "uniform"
+BOUNDARY = "boundary"
+CLASS_NAMES: tuple[str, ...] = (UNIFORM, BOUNDARY, *ADDRESS_CLASSES)
+"""Names ``addresses(classes=...)`` accepts: the whole range, the boundaries, and the
+platform-shaped classes of :data:`ptrport.addresses.ADDRESS_CLASSES`."""
+
+DEFAULT_DTYPES: tuple[torch.dtype, ...] = (
+    torch.uint8,
+    torch.float32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int32,
+    torch.int16,
+    torch.float64,
+)
+
+
+def _check_alignment(alignment: object) -> int:
+    if not isinstance(alignment, int) or isinstance(alignment, bool):
+        raise InvalidArgument(f"Cannot have alignment={alignment!r}: it must be an int")
+    if alignment < 1 or alignment & (alignment - 1) or alignment > HIGH_HALF:
+        raise InvalidArgument(
+            f"Cannot have alignment={alignment}: it must be a power of two from 1 to 2**63"
+        )
+    return alignment
+
+
+def _check_bounds(name: str, low: int, high: int, *, floor: int = 0) -> None:
+    for label, value in ((f"min_{name}", low), (f"max_{name}", high)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidArgument(f"Cannot have {label}={value!r}: it must be an int")
+    if low < floor:
+        raise InvalidArgument(f"Cannot have min_{name}={low} < {floor}")
+    if low > high:
+        raise InvalidArgument(f"Cannot have min_{name}={low} > max_{name}={high}")
+
+
+def _check_max_nbytes(max_nbytes: object) -> None:
+    if not isinstance(max_nbytes, int) or isinstance(max_nbytes, bool) or max_nbytes < 0:
+        raise InvalidArgument(f"Cannot have max_nbytes={max_nbytes!r}: it must be an int >= 0")
+
+
+DENSE_SPAN = 1 << 32
+"""Ranges wider than this also get addresses with every bit drawn (see :func:`_aligned_in`)."""
+
+
+def _aligned_in(low: int, high: int, step: int) -> st.SearchStrategy[int] | None:
+    """Multiples of ``step`` in ``[low, high]``, shrinking towards the lowest; None if empty.
+
+    The drawn choice is the address itself, rounded down afterwards, so that when the shrinker
+    moves an example to an earlier branch of :func:`addresses` the address carries over.
+
+    Hypothesis draws wide integer ranges mostly near their ends, so addresses from it have
+    their low bits zero; in ranges wider than 32 bits a second branch draws every bit at random,
+    the shape of real addresses, whose low bits are what float64 storage loses."""
+    first = -(-low // step) * step
+    if first > high:
+        return None
+    near_ends = st.integers(first, high)
+    span = high - first + 1
+    if span > DENSE_SPAN:
+        dense = st.binary(min_size=8, max_size=8).map(
+            lambda raw: first + int.from_bytes(raw, "little") % span
+        )
+        return (near_ends | dense).map(lambda a: a - a % step)
+    return near_ends.map(lambda a: a - a % step)
+
+
+def _in_range(r: AddressRange, alignment: int) -> st.SearchStrategy[int] | None:
+    return _aligned_in(r.low, r.high, max(r.granule, alignment))
+
+
+def _aligned_boundaries(alignment: int, *, low: int = 0) -> list[int]:
+    rounded = (b - b % alignment for b in BOUNDARIES if b >= low)
+    return list(dict.fromkeys(b for b in rounded if b >= low))
+
+
+def _one_of(parts: Sequence[st.SearchStrategy[int] | None]) -> st.SearchStrategy[int]:
+    present = [p for p in parts if p is not None]
+    if not present:
+        raise InvalidArgument("Cannot generate any address under these arguments")
+    return st.one_of(present)
+
+
+def _class_strategy(name: str, alignment: int) -> st.SearchStrategy[int] | None:
+    if name == UNIFORM:
+        return _aligned_in(0, MAX_ADDRESS, alignment)
+    if name == BOUNDARY:
+        return st.sampled_from(_aligned_boundaries(alignment))
+    ranges = [_in_range(r, alignment) for r in ADDRESS_CLASSES[name].ranges]
+    present = [r for r in ranges if r is not None]
+    return st.one_of(present) if present else None
+
+
+def addresses(
+    *, alignment: int = 1, classes: Collection[str] | None = None
+) -> st.SearchStrategy[int]:
+    """Addresses in ``[0, 2**64)``, every one a multiple of ``alignment``.
+
+    ``classes`` picks where they come from (default: all of :data:`CLASS_NAMES`):
+    ``uniform`` (anywhere in the range), ``boundary`` (0, the int32, uint32 and float64-mantissa
+    limits, 2**63-1, 2**63, 2**63+1, 2**64-1 and the page-aligned tops of both halves, rounded
+    down to ``alignment``), ``user-space`` (ordinary lower-half addresses), ``level-zero-usm``
+    (Intel GPU device allocations), ``arm-tagged`` (top-byte-tagged ARM64 pointers) and
+    ``x86-kernel`` (the canonical upper half).
+
+    Shrinks towards the first class given and, within it, towards the lowest address of its
+    first range; with the default classes a failure that needs an address above the int64
+    range shrinks to ``2**63``.
+    """
+    alignment = _check_alignment(alignment)
+    if classes is None:
+        names: tuple[str, ...] = CLASS_NAMES
+    else:
+        if isinstance(classes, str):
+            raise InvalidArgument(f"Cannot have classes={classes!r}: pass a list of names")
+        names = tuple(classes)
+        if not names:
+            raise InvalidArgument("Cannot have classes=[]: name at least one class")
+        for name in names:
+            if name not in CLASS_NAMES:
+                raise InvalidArgument(
+                    f"Unknown address class {name!r}; known: {', '.join(CLASS_NAMES)}"
+                )
+    return _addresses(alignment, names)
+
+
+# Strategies are immutable, so each is built once per set of arguments: scenarios ask for them
+# inside st.data() draws, once per example.
+@functools.cache
+def _addresses(alignment: int, names: tuple[str, ...]) -> st.SearchStrategy[int]:
+    return _one_of([_class_strategy(name, alignment) for name in names])
+
+
+def high_addresses(*, alignment: int = 1) -> st.SearchStrategy[int]:
+    """Addresses ``>= 2**63``, the ones ``int64`` cannot hold, multiples of ``alignment``:
+    anywhere in the upper half, its boundaries, Intel Level Zero USM and x86 kernel-half
+    addresses, and ARM pointers with a tag byte of 0x80 or more. Shrinks towards ``2**63``."""
+    return _high_addresses(_check_alignment(alignment))
+
+
+@functools.cache
+def _high_addresses(alignment: int) -> st.SearchStrategy[int]:
+    high_ranges = [r for c in ADDRESS_CLASSES.values() for r in c.ranges if r.low >= HIGH_HALF]
+    return _one_of(
+        [
+            _aligned_in(HIGH_HALF, MAX_ADDRESS, alignment),
+            st.sampled_from(_aligned_boundaries(alignment, low=HIGH_HALF)),
+            *(_in_range(r, alignment) for r in high_ranges),
+        ]
+    )
+
+
+def _check_backend(backend: object) -> Backend:
+    if not isinstance(backend, Backend):
+        raise InvalidArgument(f"Cannot have backend={backend!r}: it must be a harness Backend")
+    if not backend.is_available():
+        raise InvalidArgument(
+            f"Cannot allocate on backend {backend.name}: {backend.unavailable_reason}"
+        )
+    return backend
+
+
+def allocations(
+    backend: Backend,
+    *,
+    dtypes: Sequence[torch.dtype] = DEFAULT_DTYPES,
+    min_numel: int = 0,
+    max_numel: int = 256,
+    max_offset: int = 8,
+) -> st.SearchStrategy[Allocation]:
+    """Real tensors on ``backend``: a dtype from ``dtypes``, ``min_numel`` to ``max_numel``
+    elements, starting 0 to ``max_offset`` elements into their storage after a guard band, with
+    a guard band after them too, filled with bytes from a drawn seed.
+
+    Shrinks towards the first dtype, fewer elements and no offset.
+    """
+    backend = _check_backend(backend)
+    dtypes = tuple(dtypes)
+    if not dtypes:
+        raise InvalidArgument("Cannot have dtypes=(): name at least one dtype")
+    for dtype in dtypes:
+        if not isinstance(dtype, torch.dtype):
+            raise InvalidArgument(f"Cannot have dtype {dtype!r}: it must be a torch.dtype")
+    _check_bounds("numel", min_numel, max_numel)
+    _check_bounds("offset", 0, max_offset)
+    return _allocations(backend, dtypes, min_numel, max_numel, max_offset)
+
+
+@functools.cache
+def _allocations(
+    backend: Backend,
+    dtypes: tuple[torch.dtype, ...],
+    min_numel: int,
+    max_numel: int,
+    max_offset: int,
+) -> st.SearchStrategy[Allocation]:
+    return st.builds(
+        allocate,
+        backend=st.just(backend),
+        dtype=st.sampled_from(dtypes),
+        numel=st.integers(min_numel, max_numel),
+        offset=st.integers(0, max_offset),
+        guard_nbytes=st.just(DEFAULT_GUARD_NBYTES),
+        fill_seed=st.integers(0, 2**32 - 1),
+    )
+
+
+@st.composite
+def _real_entry(
+    draw: st.DrawFn, payloads: st.SearchStrategy[Allocation], max_nbytes: int, alignment: int
+) -> Entry:
+    src = draw(payloads)
+    dst = draw(payloads)
+    src_offset = draw(_aligned_offset(src, alignment))
+    dst_offset = draw(_aligned_offset(dst, alignment))
+    room = min(src.nbytes - src_offset, dst.nbytes - dst_offset, max_nbytes)
+    nbytes = draw(st.integers(0, room))
+    return Entry(src.address + src_offset, dst.address + dst_offset, nbytes, src, dst)
+
+
+def _aligned_offset(allocation: Allocation, alignment: int) -> st.SearchStrategy[int]:
+    """Byte offsets into ``allocation`` whose address is a multiple of ``alignment``."""
+    first = -allocation.address % alignment
+    if first >= allocation.nbytes:
+        # Only where the backend places allocations less aligned than a contract may ask
+        # (MAX_ALIGNMENT): no offset fits this one, so the example is dropped.
+        return st.nothing()
+    return st.integers(0, (allocation.nbytes - 1 - first) // alignment).map(
+        lambda k: first + k * alignment
+    )
+
+
+def _synthetic_entries(executed: bool, max_nbytes: int, alignment: int) -> st.SearchStrategy[Entry]:
+    return st.builds(
+        Entry,
+        src=high_addresses(alignment=alignment),
+        dst=high_addresses(alignment=alignment),
+        nbytes=st.just(0) if executed else st.integers(0, max_nbytes),
+    )
+
+
+def copy_batches(
+    backend: Backend,
+    *,
+    min_entries: int = 0,
+    max_entries: int = 8,
+    real: bool = True,
+    synthetic: bool = True,
+    executed: bool = True,
+    max_nbytes: int = INT64_MAX,
+    alignment: int = 1,
+) -> st.SearchStrategy[Batch]:
+    """Batches of ``min_entries`` to ``max_entries`` copy entries, every size at most
+    ``max_nbytes`` and every address a multiple of ``alignment`` (a subject's contract,
+    :mod:`ptrport.check.contracts`).
+
+    Real entries copy between two fresh allocations on ``backend`` (so no two entries overlap),
+    at byte offsets inside each, ``nbytes`` fitting both. Synthetic entries carry addresses from
+    :func:`high_addresses`; in batches that will be ``executed`` their ``nbytes`` is 0, a no-op
+    every engine must tolerate without dereferencing, otherwise any size up to ``max_nbytes``.
+
+    Shrinks towards fewer entries, sizes and offsets. A lone entry shrinks to the synthetic one
+    at ``2**63`` with size 0 (it takes fewer choices than a real one) unless the failure needs a
+    real entry, which then shrinks towards the start of small allocations.
+    """
+    if not (real or synthetic):
+        raise InvalidArgument("Cannot have real=False and synthetic=False: nothing to generate")
+    _check_bounds("entries", min_entries, max_entries)
+    _check_max_nbytes(max_nbytes)
+    alignment = _check_alignment(alignment)
+    backend = _check_backend(backend)
+    return _copy_batches(
+        backend, min_entries, max_entries, real, synthetic, executed, max_nbytes, alignment
+    )
+
+
+@functools.cache
+def _copy_batches(
+    backend: Backend,
+    min_entries: int,
+    max_entries: int,
+    real: bool,
+    synthetic: bool,
+    executed: bool,
+    max_nbytes: int,
+    alignment: int,
+) -> st.SearchStrategy[Batch]:
+    parts: list[st.SearchStrategy[Entry]] = []
+    if real:
+        # With an alignment, allocations start at their buffer's aligned front guard band.
+        payloads = allocations(backend, min_numel=1, max_offset=8 if alignment == 1 else 0)
+        parts.append(_real_entry(payloads, max_nbytes, alignment))
+    if synthetic:
+        parts.append(_synthetic_entries(executed, max_nbytes, alignment))
+    entries = st.lists(st.one_of(parts), min_size=min_entries, max_size=max_entries)
+    return entries.map(lambda found: Batch(tuple(found)))

@@ -1,0 +1,734 @@
+"""The ``ptrport`` command.
+
+- ``ptrport backends``: each backend, whether it is available here and why not, with its
+  fingerprint; exit status 1 if a backend named with ``--require`` is missing.
+- ``ptrport subjects``: the built-in subjects and the controls catalogue, controls marked with
+  the checks that must catch them.
+- ``ptrport run [PYTEST_ARG...]``: the scenarios shipped in the package, from any directory
+  (``pytest --pyargs ptrport.scenarios``), writing ``reports/<platform-id>.json`` there; every
+  argument goes to pytest.
+- ``ptrport controls --backend=NAME [PYTEST_ARG...]``: the same with ``--controls`` and the
+  ``ci`` profile: the controls table; exit status non-zero if a control was missed.
+- ``ptrport probe --backend=NAME``: which torch operations work on uint64 there, as a table,
+  recorded as the ``uint64_operations`` results of the platform report; exit status 1 if an
+  operation gives a silently wrong result.
+- ``ptrport bench --backend=NAME [--repeat N] [--quick]``: how fast staging, transfer and each
+  engine are against the plainest copy of the same bytes, as a table, recorded as the
+  ``benchmarks`` section of the platform report; exit status 0 (timings never fail it), 1
+  when a benchmark could not be measured (the others are recorded).
+- ``ptrport matrix [KIND...] [--no-run] [--promote]``: the nightly matrix on this machine: tox
+  runs each platform kind, then the reports are merged and diffed against the baseline; exit 1
+  on a regression or an environment without a report.
+- ``ptrport lint PATH... [--format text|json|sarif] [-o FILE]``: where device addresses flow
+  into storage that cannot hold ``2**63..2**64-1``, found in the source without running it
+  (:mod:`ptrport.lint`); exit 1 when something is found.
+- ``ptrport report merge REPORT... -o OUT [--history DIR [--keep N]]``: the compatibility
+  matrix (``.md``, ``.html``, ``.json`` by the extension of OUT); with ``--history``, its JSON
+  also kept in DIR as its night, the newest N (default 30) staying (:mod:`ptrport.report.history`).
+- ``ptrport report diff --baseline B CURRENT... [--perf-drop F]``: regressions, performance
+  ones (a benchmark ratio fallen by more than F, default 0.2) apart; exit 0 none, 1 some.
+- ``ptrport report render MATRIX.json -o OUT``: a merged matrix in another format.
+- ``ptrport report repro REPORT --check ID -o FILE`` (or ``--all --out-dir DIR``): scripts that
+  rerun a failure.
+
+Bad input (a malformed report, a bad expectations file, an unknown check) is one line on
+stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ptrport import __version__
+from ptrport.errors import HarnessError
+from ptrport.lint import FORMATS
+from ptrport.report import diff, history, local_matrix, measurements, render, repro
+from ptrport.report.expectations import Expectations, load_expectations
+from ptrport.report.matrix import build_matrix
+from ptrport.report.op_support import SCENARIO, OperationVerdict, check_id
+from ptrport.report.platform_report import (
+    FINISHED,
+    PlatformReport,
+    RunInfo,
+    build_report,
+    load_report,
+    load_reports,
+    replace_scenario_results,
+    report_path,
+    write_report,
+)
+from ptrport.report.records import Outcome, Result
+
+if TYPE_CHECKING:
+    from ptrport.check import probe
+    from ptrport.device.backends import Backend
+
+BAD_INPUT = 2
+
+
+def _backends(args: argparse.Namespace) -> int:
+    from ptrport.device.backends import load_backends
+    from ptrport.device.fingerprint import platform_fingerprint
+
+    known = load_backends()
+    missing = [name for name in args.require if name not in known]
+    if missing:
+        known_names = ", ".join(known)
+        print(f"ptrport: unknown backend {missing[0]!r}; known: {known_names}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(platform_fingerprint(list(known.values())), indent=2))
+    else:
+        width = max(len(name) for name in known)
+        for backend in known.values():
+            if backend.is_available():
+                state = f"available    {backend.device_model() or backend.device}"
+                state += f"; simulates {backend.simulated}" if backend.simulated else ""
+            else:
+                state = f"unavailable  {backend.unavailable_reason}"
+            print(f"{backend.name:<{width}}  {state}")
+    absent = [name for name in args.require if not known[name].is_available()]
+    for name in absent:
+        print(f"ptrport: {name}: {known[name].unavailable_reason}", file=sys.stderr)
+    return 1 if absent else 0
+
+
+def _subjects(args: argparse.Namespace) -> int:
+    from ptrport.check import controls
+    from ptrport.check.subjects import builtin_subjects
+
+    default = builtin_subjects()
+    subjects = default | controls.catalogue()
+    width = max(len(name) for name in subjects)
+    for subject in subjects.values():
+        control = ""
+        if subject.exposed_by:
+            how = "" if subject.name in default else "; run with --controls or by name"
+            where = ", ".join(sorted(subject.exposed_by))
+            upper = ", ".join(sorted(subject.exposed_by_upper_half - subject.exposed_by))
+            also = f"; in the upper half also in {upper}" if upper else ""
+            shows = (
+                f"; shows with {controls.exposing(subject)}" if controls.exposing(subject) else ""
+            )
+            control = f"  [control{how}; must fail in {where}{also}{shows}]"
+        print(f"{subject.name:<{width}}  {subject.description}{control}")
+    return 0
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    return local_matrix.main_run(
+        args.kinds or list(local_matrix.DEFAULT_KINDS),
+        reports=args.reports,
+        baseline=args.baseline,
+        no_run=args.no_run,
+        do_promote=args.promote,
+        expectations=args.expectations,
+    )
+
+
+SCENARIOS = (
+    "--pyargs",
+    "ptrport.scenarios",
+    # The scenarios' own naming, whatever the configuration of the directory it runs in says.
+    "-o",
+    "python_files=test_*.py",
+    "-o",
+    "python_classes=Test",
+    "-o",
+    "python_functions=test",
+)
+"""pytest arguments that collect the scenarios shipped in the package, from any directory."""
+
+
+def _scenarios(*arguments: str) -> int:
+    """pytest on the packaged scenarios with ``arguments``, in this process."""
+    import pytest
+
+    # The harness is imported already, so pytest cannot rewrite its asserts; that is expected.
+    quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    return int(pytest.main([*SCENARIOS, *quiet, *arguments]))
+
+
+def _controls(args: argparse.Namespace) -> int:
+    os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
+    return _scenarios("--controls", f"--backend={args.backend}", *args.pytest_args)
+
+
+def _report_target(args: argparse.Namespace) -> tuple[list[Backend], str]:
+    """The backends ``--backend`` names (present where named explicitly) and the platform id
+    their results are filed under, as a pytest run would choose them."""
+    from ptrport.device.backends import load_backends, parse_backend_spec
+    from ptrport.device.fingerprint import resolve_platform_id
+
+    known = load_backends()
+    backends = parse_backend_spec(args.backend, known).resolve_present(known)
+    try:
+        return backends, resolve_platform_id(args.platform_name, backends)
+    except ValueError as exc:
+        raise HarnessError(str(exc)) from None
+
+
+def _findings_table(findings: Sequence[probe.Finding]) -> list[str]:
+    width = max(len("operation"), *(len(f.operation) for f in findings))
+    rows = [
+        ("operation", "result", "detail"),
+        *((f.operation, f.verdict, f.detail or "") for f in findings),
+    ]
+    return [f"{name:<{width}}  {verdict:<6}  {detail}".rstrip() for name, verdict, detail in rows]
+
+
+def _unavailable(backend: Backend, operations: Sequence[probe.Operation]) -> list[Result]:
+    return [
+        Result(
+            check=check_id(op.id),
+            scenario=SCENARIO,
+            subject=None,
+            backend=backend.name,
+            outcome=Outcome.UNAVAILABLE,
+            message=f"{backend.name}: {backend.unavailable_reason}",
+        )
+        for op in operations
+    ]
+
+
+def _check_existing_report(path: Path) -> None:
+    """Refuse to put results into a report made with another torch: its fingerprint would
+    name the wrong version for them."""
+    import torch
+
+    if not path.exists():
+        return
+    torch_then = load_report(path).fingerprint.get("software", {}).get("torch")
+    if torch_then != str(torch.__version__):
+        raise HarnessError(
+            f"{path}: made with torch {torch_then}, and this is torch {torch.__version__}; "
+            "run the scenarios again, or probe into another --report-dir"
+        )
+
+
+def _record_probe(
+    args: argparse.Namespace, backends: list[Backend], platform_id: str, results: list[Result]
+) -> Path:
+    """Put the probe's results in the platform's report: in place of the scenario's results
+    on these backends in a report there already, else in a new report of their own."""
+    path = report_path(args.report_dir, platform_id)
+    if path.exists():
+        replace_scenario_results(path, SCENARIO, [b.name for b in backends], results)
+        return path
+    return _new_report(args, backends, platform_id, results)
+
+
+def _new_report(
+    args: argparse.Namespace, backends: list[Backend], platform_id: str, results: list[Result]
+) -> Path:
+    """A report of its own for a command's ``results`` (none for ``bench``), finished now."""
+    from ptrport.device.fingerprint import execution_target, platform_fingerprint
+
+    finished = time.time()
+    run = RunInfo(
+        started=_iso(args.started),
+        hypothesis_profile="none",
+        seed="none",
+        backend_spec=args.backend,
+        subjects=(),
+        argv=tuple(args.argv),
+        status=FINISHED,
+        finished=_iso(finished),
+        duration_s=finished - args.started,
+    )
+    report = build_report(
+        platform_id=platform_id,
+        fingerprint=platform_fingerprint(backends),
+        execution_target=execution_target(backends),
+        run=run,
+        results=results,
+    )
+    return write_report(report, args.report_dir)
+
+
+def _probe(args: argparse.Namespace) -> int:
+    import torch
+
+    from ptrport.check import probe
+
+    args.started = time.time()
+    backends, platform_id = _report_target(args)
+    operations = (
+        probe.catalogue(compiled=args.compile)
+        if args.operations is None
+        else probe.load_operations(args.operations)
+    )
+    _check_existing_report(report_path(args.report_dir, platform_id))
+    results: list[Result] = []
+    wrong = 0
+    for backend in backends:
+        if not backend.is_available():
+            results += _unavailable(backend, operations)
+            print(f"{backend.name}: not available: {backend.unavailable_reason}")
+            continue
+        with backend.running():
+            findings = probe.probe_all(backend, operations)
+        counts = {v: sum(f.verdict is v for f in findings) for v in OperationVerdict}
+        wrong += counts[OperationVerdict.WRONG]
+        print(
+            f"{backend.name} ({backend.device_model() or backend.device}, torch "
+            f"{torch.__version__}): {counts[OperationVerdict.WORKS]} work, "
+            f"{counts[OperationVerdict.RAISES]} raise, {counts[OperationVerdict.WRONG]} wrong"
+        )
+        print("\n".join(_findings_table(findings)) + "\n")
+        results += [f.to_result() for f in findings]
+    path = _record_probe(args, backends, platform_id, results)
+    print(f"ptrport: recorded {len(results)} {SCENARIO} results in {path}")
+    return 1 if wrong else 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import torch
+
+    from ptrport.check import bench
+
+    args.started = time.time()
+    backends, platform_id = _report_target(args)
+    path = report_path(args.report_dir, platform_id)
+    _check_existing_report(path)
+    sizes = bench.QUICK if args.quick else bench.FULL
+    measured: list[measurements.Measurement] = []
+    failures: list[bench.Failure] = []
+
+    def failed(failure: bench.Failure) -> None:
+        print(
+            bench.table_row([failure.name, failure.size, f"not measured: {failure.error}"]),
+            flush=True,
+        )
+        failures.append(failure)
+
+    benched: list[str] = []
+    for backend in backends:
+        if not backend.is_available():
+            print(f"{backend.name}: not available: {backend.unavailable_reason}")
+            continue
+        print(
+            f"{backend.name} ({backend.device_model() or backend.device}, torch "
+            f"{torch.__version__}): {args.repeat} repeats after {measurements.WARMUP} warm-up runs"
+            f"{', quick sizes' if args.quick else ''}"
+        )
+        print(bench.table_row(bench.HEADER), flush=True)
+        with backend.running():
+            measured += bench.measure(
+                backend,
+                sizes=sizes,
+                repeat=args.repeat,
+                progress=lambda m: print(bench.format_measurement(m), flush=True),
+                failed=failed,
+            )
+        print("\n".join(f"  {note}" for note in bench.notes(backend, args.repeat)) + "\n")
+        benched.append(backend.name)
+    if not benched:
+        print("ptrport: no backend to benchmark here; nothing recorded")
+        return 0
+    if not path.exists():
+        _new_report(args, backends, platform_id, [])
+    found = bench.section(measured, started=_iso(args.started), argv=args.argv, quick=args.quick)
+    measurements.record(path, found, benched)
+    print(f"ptrport: recorded {len(measured)} benchmarks in {path}")
+    for failure in failures:
+        print(f"ptrport: {failure.describe()}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
+
+
+def _platform_name(value: str) -> str:
+    from ptrport.device.fingerprint import check_platform_id
+
+    try:
+        return check_platform_id(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _expectations(args: argparse.Namespace, reports: list[PlatformReport]) -> Expectations:
+    if args.expectations is None:
+        return Expectations.none()
+    expectations = load_expectations(args.expectations)
+    expectations.check_known_checks(reports)
+    return expectations
+
+
+def _merge(args: argparse.Namespace) -> int:
+    if args.keep is not None and args.history is None:
+        raise HarnessError("--keep says how many nights --history DIR keeps; name the DIR")
+    reports = load_reports(args.reports)
+    expectations = _expectations(args, reports)
+    matrix = build_matrix(reports, known=expectations.find)
+    nights: list[history.Night] = []
+    if args.history is not None:
+        limit = history.DEFAULT_LIMIT if args.keep is None else args.keep
+        kept = history.keep_matrix(matrix, args.history, limit=limit)
+        print(f"ptrport: kept the night as {kept} (the newest {limit} nights stay)")
+        nights = history.load(args.history)
+    render.write(matrix, args.out, nights)
+    incomplete = [r.platform_id for r in reports if not r.complete]
+    note = f"; incomplete: {', '.join(incomplete)}" if incomplete else ""
+    trend = f", a trend over {len(nights)} nights" if nights else ""
+    print(
+        f"ptrport: wrote {args.out}: {len(matrix.columns)} columns from {len(reports)} "
+        f"reports, {len(matrix.rows)} checks{trend}{note}"
+    )
+    return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    reports = load_reports([args.matrix])
+    render.write(build_matrix(reports, known=_expectations(args, reports).find), args.out)
+    print(f"ptrport: wrote {args.out}")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    baseline = load_reports([args.baseline])
+    current = load_reports(args.current)
+    expectations = _expectations(args, baseline + current)
+    found = diff.diff_reports(
+        baseline,
+        current,
+        expectations=expectations,
+        coverage_drop=args.coverage_drop,
+        perf_drop=args.perf_drop,
+    )
+    text = diff.to_markdown(found)
+    if args.out is None:
+        print(text, end="")
+    else:
+        args.out.write_text(text, encoding="utf-8")
+        print(text.splitlines()[0].lstrip("# "))
+    return 1 if found.regressed else 0
+
+
+def _repro(args: argparse.Namespace) -> int:
+    (report, *others) = load_reports([args.report])
+    if others:
+        raise repro.ReproError(f"{args.report}: holds several reports; pass one platform's")
+    if args.all:
+        written = repro.write_scripts(report, args.out_dir)
+        print(f"ptrport: wrote {len(written)} repro scripts under {args.out_dir}")
+        return 0
+    if args.check is None or args.out is None:
+        raise repro.ReproError("name a failure with --check ID and a file with -o, or use --all")
+    result = repro.select(report, check=args.check, subject=args.subject, backend=args.backend)
+    args.out.write_text(repro.script(result, report), encoding="utf-8")
+    print(f"ptrport: wrote {args.out}; run it with: python {args.out}")
+    return 0
+
+
+def _coverage_drop(value: str) -> float:
+    try:
+        drop = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 <= drop < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a fraction in [0, 1)")
+    return drop
+
+
+def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = commands.add_parser("report", help="merge, diff, render and reproduce reports")
+    actions = report.add_subparsers(dest="action", required=True, metavar="ACTION")
+    expectations = argparse.ArgumentParser(add_help=False)
+    expectations.add_argument(
+        "--expectations", type=Path, metavar="TOML", help="known failures (expectations.toml)"
+    )
+
+    merge = actions.add_parser(
+        "merge", parents=[expectations], help="the compatibility matrix of platform reports"
+    )
+    merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="file or dir")
+    merge.add_argument("-o", "--out", type=Path, required=True, help="OUT.md, .html or .json")
+    merge.add_argument(
+        "--history",
+        type=Path,
+        metavar="DIR",
+        help="also keep the matrix (JSON) in DIR as its night, named by its run's UTC start",
+    )
+    merge.add_argument(
+        "--keep",
+        type=_repeat,
+        metavar="N",
+        help=f"with --history: the newest N nights stay there (default {history.DEFAULT_LIMIT})",
+    )
+    merge.set_defaults(run=_merge)
+
+    render_ = actions.add_parser(
+        "render", parents=[expectations], help="a merged matrix (.json) in another format"
+    )
+    render_.add_argument("matrix", type=Path, metavar="MATRIX")
+    render_.add_argument("-o", "--out", type=Path, required=True, help="OUT.md, .html or .json")
+    render_.set_defaults(run=_render)
+
+    diff_ = actions.add_parser(
+        "diff", parents=[expectations], help="regressions against a baseline; exit 1 if any"
+    )
+    diff_.add_argument("--baseline", type=Path, required=True, help="report, dir or matrix")
+    diff_.add_argument("current", nargs="+", type=Path, metavar="CURRENT")
+    diff_.add_argument("-o", "--out", type=Path, help="write the Markdown here, not stdout")
+    diff_.add_argument(
+        "--coverage-drop",
+        type=_coverage_drop,
+        default=0.05,
+        metavar="FRACTION",
+        help="a drop in executed checks larger than this is a regression (default 0.05)",
+    )
+    diff_.add_argument(
+        "--perf-drop",
+        type=_coverage_drop,
+        default=diff.PERF_DROP,
+        metavar="FRACTION",
+        help="a benchmark ratio (ptrport bench) falling by more than this is a performance "
+        f"regression, listed apart and counted like any other (default {diff.PERF_DROP:g})",
+    )
+    diff_.set_defaults(run=_diff)
+
+    repro_ = actions.add_parser("repro", help="standalone scripts that rerun failures")
+    repro_.add_argument("report", type=Path, metavar="REPORT")
+    repro_.add_argument("--check", metavar="ID", help="the failing check's id")
+    repro_.add_argument("--subject", help="when the check failed for several subjects")
+    repro_.add_argument("--backend", help="when the check failed on several backends")
+    repro_.add_argument("-o", "--out", type=Path, help="the script to write")
+    repro_.add_argument("--all", action="store_true", help="one script per failure")
+    repro_.add_argument("--out-dir", type=Path, default=Path("repros"), metavar="DIR")
+    repro_.set_defaults(run=_repro)
+
+
+def _backend_option(parser: argparse.ArgumentParser, verb: str) -> None:
+    parser.add_argument(
+        "--backend",
+        default="available",
+        metavar="NAME[,NAME]|all|available",
+        help=f"backends to {verb} (default: available)",
+    )
+
+
+def _report_options(parser: argparse.ArgumentParser) -> None:
+    """Where a command that records results puts them: the platform report, as pytest names it."""
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        default=Path(os.environ.get("PTRPORT_REPORT_DIR") or "reports"),
+        metavar="DIR",
+        help="where the platform report is (default: $PTRPORT_REPORT_DIR, else reports)",
+    )
+    parser.add_argument(
+        "--platform-name",
+        type=_platform_name,
+        metavar="ID",
+        help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
+    )
+
+
+def _probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    probe_ = commands.add_parser(
+        "probe", help="which torch operations work on uint64 on a backend; exit 1 if one is wrong"
+    )
+    probe_.add_argument(
+        "--compile", action="store_true", help="also probe under torch.compile (slow to compile)"
+    )
+    probe_.add_argument(
+        "--operations",
+        metavar="MODULE:ATTR",
+        help="probe this catalogue of ptrport.check.probe.Operation instead of the built-in one",
+    )
+    _backend_option(probe_, "probe")
+    _report_options(probe_)
+    probe_.set_defaults(run=_probe)
+
+
+def _repeat(value: str) -> int:
+    try:
+        repeat = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if repeat < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return repeat
+
+
+def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench_ = commands.add_parser(
+        "bench",
+        help="how fast staging, transfer and each engine are against the copy floor; recorded "
+        "in the platform report's benchmarks section",
+    )
+    bench_.add_argument(
+        "--repeat",
+        type=_repeat,
+        default=measurements.DEFAULT_REPEAT,
+        metavar="N",
+        help="timed runs of each measurement after warm-up (default: "
+        f"{measurements.DEFAULT_REPEAT}; Triton's interpreter on CPU: at most "
+        f"{measurements.INTERPRETED_REPEAT})",
+    )
+    bench_.add_argument(
+        "--quick", action="store_true", help="smaller tables and batches (a tenth or so)"
+    )
+    _backend_option(bench_, "measure")
+    _report_options(bench_)
+    bench_.set_defaults(run=_bench)
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from ptrport.lint import checker, formats
+
+    run = checker.lint_paths(args.paths, jobs=args.jobs)
+    rendered = formats.render(run, args.format)
+    if args.output is None:
+        sys.stdout.write(rendered)
+    else:
+        try:
+            args.output.write_text(rendered, encoding="utf-8")
+        except OSError as exc:
+            raise HarnessError(f"{args.output}: cannot write: {exc.strerror}") from None
+        print(formats.summary(run))
+    return 1 if run.reported else 0
+
+
+def _lint_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    lint_ = commands.add_parser(
+        "lint",
+        help="find where device addresses meet int64, narrow or float storage in Python "
+        "source, without running it; exit 1 if any",
+        description="Reads every *.py file under each PATH (hidden directories, caches and "
+        "virtual environments left out). A site is accepted with a comment on its line: "
+        "# ptrport: ignore[RULE] reason.",
+    )
+    lint_.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="file or directory")
+    lint_.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (default), json, or sarif (SARIF 2.1.0, for GitHub code scanning)",
+    )
+    lint_.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
+    lint_.add_argument(
+        "--jobs",
+        type=_repeat,
+        metavar="N",
+        help="processes for a large tree (default: one per CPU)",
+    )
+    lint_.set_defaults(run=_lint)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ptrport", description="Checks that device addresses in tensors stay intact."
+    )
+    parser.add_argument("--version", action="version", version=f"ptrport {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    backends = commands.add_parser("backends", help="which backends this machine has, and why not")
+    backends.add_argument("--json", action="store_true", help="print the platform fingerprint")
+    backends.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="exit 1 unless this backend is available (repeatable)",
+    )
+    backends.set_defaults(run=_backends)
+    subjects = commands.add_parser("subjects", help="the built-in subjects and controls")
+    subjects.set_defaults(run=_subjects)
+    run_ = commands.add_parser(
+        "run",
+        help="run the scenarios from any directory (pytest --pyargs ptrport.scenarios) and "
+        "write the platform report there",
+        description="Every argument goes to pytest: --backend, --subject, -k, -n, ...",
+        add_help=False,
+    )
+    run_.set_defaults(passes_through=True)  # main() hands `run` to pytest before parsing
+    controls_ = commands.add_parser(
+        "controls",
+        help="run the controls catalogue (HYPOTHESIS_PROFILE=ci unless set) and print whether "
+        "each control was caught; exit non-zero if one was missed",
+        description="Any other arguments go to pytest: -k, --subject, -x, ...",
+    )
+    _backend_option(controls_, "run on")
+    controls_.set_defaults(run=_controls, passes_through=True)
+    matrix_ = commands.add_parser(
+        "matrix",
+        help="run platform kinds with tox here, merge their reports and diff them against the "
+        "baseline; exit 1 if a check regressed or an environment wrote no report",
+    )
+    matrix_.add_argument(
+        "kinds",
+        nargs="*",
+        metavar="KIND",
+        help=f"tox environments to run (default: {' '.join(local_matrix.DEFAULT_KINDS)})",
+    )
+    matrix_.add_argument(
+        "--no-run",
+        action="store_true",
+        help="run nothing: merge and diff every report already in the reports directory",
+    )
+    matrix_.add_argument(
+        "--reports",
+        type=Path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="where the reports are and the matrix goes (default: reports)",
+    )
+    matrix_.add_argument(
+        "--baseline",
+        type=Path,
+        default=local_matrix.BASELINE,
+        metavar="MATRIX_JSON",
+        help=f"the merged result to diff against (default: {local_matrix.BASELINE})",
+    )
+    matrix_.add_argument(
+        "--expectations",
+        type=Path,
+        default=local_matrix.EXPECTATIONS,
+        metavar="TOML",
+        help=f"known failures (default: {local_matrix.EXPECTATIONS}, where it exists)",
+    )
+    matrix_.add_argument(
+        "--promote",
+        action="store_true",
+        help="afterwards, make this merged result the baseline",
+    )
+    matrix_.set_defaults(run=_matrix)
+    _probe_command(commands)
+    _bench_command(commands)
+    _lint_command(commands)
+    _report_commands(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["run"]:
+        # Everything after `run` is pytest's, --help and values that look like ours included.
+        return _scenarios(*arguments[1:])
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "passes_through", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = extra
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code: int = args.run(args)
+    except HarnessError as exc:
+        print(f"ptrport: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,409 @@
+"""Backends: the torch device kinds a run can target, whether each is present here, and why not.
+
+Built in: ``cpu``; the upper-half CPU backends ``cpu-usm`` and ``cpu-tbi`` (CPU memory whose
+addresses are presented above ``2**63``, :mod:`ptrport.device.presentation`), always available; ``cuda``,
+``rocm`` (torch's ``cuda`` device on a HIP build), ``xpu`` (native ``torch.xpu``, with
+intel-extension-for-pytorch imported first when it is installed) and ``mps``. Others come from
+installed distributions through the entry-point group ``ptrport.backends``; each entry point
+names a :class:`Backend` subclass or instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import importlib.metadata
+import importlib.util
+import platform
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import torch
+
+from ptrport.device.presentation import AS_IS, TBI, USM, Presentation, presenting
+from ptrport.errors import HarnessError, UnknownName, exception_message
+
+ENTRY_POINT_GROUP = "ptrport.backends"
+
+Fingerprint = dict[str, str | None]
+
+
+def _torch_version() -> str:
+    return str(torch.__version__)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+class Backend:
+    """A torch device kind. Subclasses set ``name`` and ``device_type`` and say why they are
+    unavailable; everything else has a default that suits accelerators."""
+
+    name: str = ""
+    device_type: str = ""
+    kind: str = "other"
+    """What reports call its execution target: ``cpu``, ``gpu`` or ``other``."""
+    addresses_are_device_pointers: bool = True
+    """False where ``data_ptr()`` is not an address a kernel can use (MPS)."""
+    high_addresses: bool | None = None
+    """Whether its device addresses lie at or above ``2**63`` (``None``: not known)."""
+    simulated: str | None = None
+    """For a backend that stands in for another kind of device: what it simulates, and how."""
+
+    def _unavailable_reason(self) -> str | None:
+        raise NotImplementedError
+
+    @cached_property
+    def unavailable_reason(self) -> str | None:
+        """``None`` when the backend can run here, else why not (without the name)."""
+        try:
+            return self._unavailable_reason()
+        except Exception as exc:  # a broken driver or install is a reason, not a crash
+            return f"probing it raised {exception_message(exc)}"
+
+    def is_available(self) -> bool:
+        return self.unavailable_reason is None
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self.device_type, 0)
+
+    @property
+    def can_pin(self) -> bool:
+        """Whether host memory can be page-locked for transfers to this backend."""
+        return self.is_available()
+
+    def synchronize(self) -> None:
+        getattr(torch, self.device_type).synchronize()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """The scope code runs in on this backend (a check, a benchmark, a repro): a plain
+        ``@triton.jit`` kernel launched on CPU tensors runs in Triton's interpreter."""
+        with _cpu_launches():
+            yield
+
+    def device_model(self) -> str | None:
+        return None
+
+    def fingerprint(self) -> Fingerprint:
+        """What identifies this backend's hardware and runtime, as strings."""
+        return {"device": str(self.device), "device_model": self.device_model()}
+
+    def platform_slug(self) -> str:
+        """The part of a default platform id that this backend contributes."""
+        model = self.device_model() if self.is_available() else None
+        return f"{self.name}-{_slug(model)}" if model else self.name
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name}>"
+
+
+@functools.cache
+def _triton_launches() -> Callable[[], contextlib.AbstractContextManager[None]] | None:
+    if importlib.util.find_spec("triton") is None:
+        return None
+    try:
+        from ptrport.device.triton_cpu import cpu_launches
+    except Exception:  # a broken Triton: its engine says why; checks without it still run
+        return None
+    return cpu_launches
+
+
+def _cpu_launches() -> contextlib.AbstractContextManager[None]:
+    launches = _triton_launches()
+    return launches() if launches is not None else contextlib.nullcontext()
+
+
+class CpuBackend(Backend):
+    """The CPU. Its checks run with addresses as they are, but with the same guard as the
+    upper-half backends: a Triton kernel that dereferences memory the check was not given
+    raises :class:`~ptrport.device.presentation.DeviceFault` instead of touching it."""
+
+    name = "cpu"
+    device_type = "cpu"
+    kind = "cpu"
+    high_addresses = False
+    presentation: Presentation = AS_IS
+
+    def _unavailable_reason(self) -> str | None:
+        seen = torch.empty(1).untyped_storage().data_ptr()
+        if seen >= self.presentation.limit:
+            return (
+                f"CPU addresses here (such as {seen:#x}) lie above {self.presentation.limit:#x}, "
+                f"the highest {self.name} can present"
+            )
+        return None
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        with presenting(self.presentation), _cpu_launches():
+            yield
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @property
+    def can_pin(self) -> bool:
+        return False
+
+    def synchronize(self) -> None:
+        pass
+
+    def device_model(self) -> str | None:
+        cpuinfo = Path("/proc/cpuinfo")
+        if cpuinfo.exists():
+            for line in cpuinfo.read_text(errors="replace").splitlines():
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+        return platform.processor() or None
+
+    def platform_slug(self) -> str:
+        # The CPU model string is long and says little about address layout; the ISA does.
+        return f"{self.name}-{_slug(platform.machine())}"
+
+    def fingerprint(self) -> Fingerprint:
+        found = super().fingerprint()
+        if self.simulated:
+            found["simulated"] = self.simulated
+        return found
+
+
+class CpuUsmBackend(CpuBackend):
+    """CPU memory at Intel Level Zero USM-shaped addresses: real + ``0xffff_8000_0000_0000``."""
+
+    name = "cpu-usm"
+    high_addresses = True
+    presentation = USM
+    simulated = f"an upper-half device: {USM.description}"
+
+
+class CpuTbiBackend(CpuBackend):
+    """CPU memory at Android-tagged ARM64 addresses: the top byte set to ``0xb4``."""
+
+    name = "cpu-tbi"
+    high_addresses = True
+    presentation = TBI
+    simulated = f"an upper-half device: {TBI.description}"
+
+
+class CudaBackend(Backend):
+    kind = "gpu"
+    name = "cuda"
+    device_type = "cuda"
+    high_addresses = False
+
+    def _unavailable_reason(self) -> str | None:
+        if torch.version.hip:
+            return f"torch {_torch_version()} is a ROCm build; use --backend=rocm"
+        if torch.version.cuda is None:
+            return f"torch {_torch_version()} has no CUDA support"
+        if not torch.cuda.is_available():
+            return f"no CUDA device found (torch {_torch_version()}, CUDA {torch.version.cuda})"
+        return None
+
+    def device_model(self) -> str | None:
+        return str(torch.cuda.get_device_name(0)) if self.is_available() else None
+
+    def fingerprint(self) -> Fingerprint:
+        found = super().fingerprint()
+        found["cuda_runtime"] = torch.version.cuda
+        if self.is_available():
+            major, minor = torch.cuda.get_device_capability(0)
+            found["compute_capability"] = f"{major}.{minor}"
+        return found
+
+
+class RocmBackend(CudaBackend):
+    name = "rocm"
+    device_type = "cuda"
+
+    def _unavailable_reason(self) -> str | None:
+        if not torch.version.hip:
+            return f"torch {_torch_version()} has no ROCm (HIP) support"
+        if not torch.cuda.is_available():
+            return f"no ROCm device found (torch {_torch_version()}, HIP {torch.version.hip})"
+        return None
+
+    def fingerprint(self) -> Fingerprint:
+        found = Backend.fingerprint(self)
+        found["hip_runtime"] = torch.version.hip
+        if self.is_available():
+            found["gcn_arch"] = str(getattr(torch.cuda.get_device_properties(0), "gcnArchName", ""))
+        return found
+
+
+def ipex_version() -> str | None:
+    """The installed intel-extension-for-pytorch version, or ``None``."""
+    try:
+        return importlib.metadata.version("intel-extension-for-pytorch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class XpuBackend(Backend):
+    kind = "gpu"
+    name = "xpu"
+    device_type = "xpu"
+    high_addresses = True
+
+    def _unavailable_reason(self) -> str | None:
+        ipex = ipex_version()
+        if ipex is not None and importlib.util.find_spec("intel_extension_for_pytorch"):
+            try:
+                importlib.import_module("intel_extension_for_pytorch")
+            except Exception as exc:
+                return (
+                    f"intel-extension-for-pytorch {ipex} failed to import: {exception_message(exc)}"
+                )
+        xpu = getattr(torch, "xpu", None)
+        runtime = getattr(torch.version, "xpu", None)
+        if xpu is None or (runtime is None and not xpu.is_available()):
+            beside = f" (intel-extension-for-pytorch {ipex} installed)" if ipex else ""
+            return f"torch {_torch_version()} has no XPU support{beside}"
+        if not xpu.is_available():
+            return f"no XPU device found (torch {_torch_version()}, XPU runtime {runtime})"
+        return None
+
+    def device_model(self) -> str | None:
+        return str(torch.xpu.get_device_name(0)) if self.is_available() else None
+
+    def fingerprint(self) -> Fingerprint:
+        found = super().fingerprint()
+        found["xpu_runtime"] = getattr(torch.version, "xpu", None)
+        found["ipex"] = ipex_version()
+        if self.is_available():
+            props = torch.xpu.get_device_properties(0)
+            found["driver"] = str(getattr(props, "driver_version", "")) or None
+        return found
+
+
+class MpsBackend(Backend):
+    kind = "gpu"
+    name = "mps"
+    device_type = "mps"
+    addresses_are_device_pointers = False
+    high_addresses = False
+
+    def _unavailable_reason(self) -> str | None:
+        if not torch.backends.mps.is_built():
+            return f"torch {_torch_version()} has no MPS support"
+        if not torch.backends.mps.is_available():
+            return "MPS is not available on this machine (needs Apple silicon, macOS 12.3+)"
+        return None
+
+    @property
+    def can_pin(self) -> bool:
+        return False
+
+    def device_model(self) -> str | None:
+        return (platform.processor() or "apple") if self.is_available() else None
+
+
+BUILTIN_BACKENDS: tuple[type[Backend], ...] = (
+    CpuBackend,
+    CpuUsmBackend,
+    CpuTbiBackend,
+    CudaBackend,
+    RocmBackend,
+    XpuBackend,
+    MpsBackend,
+)
+
+
+class _BrokenPlugin(Backend):
+    """A third-party backend whose entry point failed to load: unavailable, with the reason."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.device_type = name
+        self._reason = reason
+
+    def _unavailable_reason(self) -> str | None:
+        return self._reason
+
+
+def _load_plugin(entry_point: importlib.metadata.EntryPoint) -> Backend:
+    try:
+        target = entry_point.load()
+        backend = target() if isinstance(target, type) else target
+    except Exception as exc:
+        return _BrokenPlugin(
+            entry_point.name,
+            f"plug-in {entry_point.value} failed to load: {exception_message(exc)}",
+        )
+    if not isinstance(backend, Backend):
+        return _BrokenPlugin(
+            entry_point.name, f"plug-in {entry_point.value} is not a ptrport.device.backends.Backend"
+        )
+    return backend
+
+
+def load_backends() -> dict[str, Backend]:
+    """Every backend known here, built-in ones first, by name."""
+    found: dict[str, Backend] = {cls.name: cls() for cls in BUILTIN_BACKENDS}
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.name not in found:
+            found[entry_point.name] = _load_plugin(entry_point)
+    return found
+
+
+SELECT_AVAILABLE = "available"
+SELECT_ALL = "all"
+
+
+@dataclass(frozen=True)
+class BackendSelection:
+    """What ``--backend`` asked for: ``available``, ``all``, or names given explicitly."""
+
+    spec: str
+    names: tuple[str, ...]
+    explicit: bool
+
+    def resolve(self, known: dict[str, Backend]) -> list[Backend]:
+        if self.spec == SELECT_AVAILABLE:
+            return [b for b in known.values() if b.is_available()]
+        if self.spec == SELECT_ALL:
+            return list(known.values())
+        return [known[name] for name in self.names]
+
+    def resolve_present(self, known: dict[str, Backend]) -> list[Backend]:
+        """:meth:`resolve`, refusing a backend named explicitly that is not available here:
+        a run asked for it, and must not pass without it."""
+        backends = self.resolve(known)
+        for backend in backends if self.explicit else ():
+            if not backend.is_available():
+                raise BackendUnavailable(
+                    f"backend {backend.name} is not available: {backend.unavailable_reason}"
+                )
+        return backends
+
+
+class BackendUnavailable(HarnessError):
+    """A backend named explicitly that this machine does not have."""
+
+
+def parse_backend_spec(spec: str, known: Iterable[str]) -> BackendSelection:
+    """Parse ``--backend``: ``available``, ``all`` or comma-separated names."""
+    known_names = list(known)
+    names = tuple(n.strip() for n in spec.split(",") if n.strip())
+    if names in ((SELECT_AVAILABLE,), (SELECT_ALL,)):
+        return BackendSelection(names[0], (), explicit=False)
+    if not names:
+        raise UnknownName(f"no backend named; known: {_choices(known_names)}")
+    if SELECT_ALL in names or SELECT_AVAILABLE in names:
+        raise UnknownName(f"{SELECT_ALL!r} and {SELECT_AVAILABLE!r} stand alone, not in a list")
+    for name in names:
+        if name not in known_names:
+            raise UnknownName(f"unknown backend {name!r}; known: {_choices(known_names)}")
+    return BackendSelection(",".join(names), tuple(dict.fromkeys(names)), explicit=True)
+
+
+def _choices(names: Sequence[str]) -> str:
+    return ", ".join([*names, SELECT_ALL, SELECT_AVAILABLE])

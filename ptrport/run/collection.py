@@ -1,0 +1,159 @@
+"""Collection: scenarios parametrized over the run's backends and subjects, and their items
+marked, skipped where a backend or subject is unavailable, expected to fail where a control's
+bug must show, deselected outside the controls with ``--controls``.
+
+Only functions marked ``ptrport_scenario`` are parametrized (:mod:`ptrport.plugin` decides);
+the ``backend`` and ``subject`` arguments of anyone else's test are theirs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ptrport.check import controls
+from ptrport.check.subjects import Subject
+from ptrport.device.backends import Backend
+from ptrport.plugin import MARKER
+from ptrport.report.records import Outcome, Result
+
+if TYPE_CHECKING:
+    from ptrport.run.reporting import RunReport
+    from ptrport.run.session import RunSettings
+
+BACKEND_ARG = "backend"
+SUBJECT_ARG = "subject"
+SCENARIO_PREFIX = "test_"
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """What a collected scenario item checks, without pytest objects."""
+
+    check: str
+    scenario: str
+    function: str
+    """``scenario::function``: the check without its parameters."""
+    backend: Backend
+    subject: Subject | None
+    unavailable: str | None
+
+    def identity(self) -> dict[str, Any]:
+        """Which check this is, as a result names it (and as its reports carry it)."""
+        return {
+            "check": self.check,
+            "scenario": self.scenario,
+            "subject": self.subject.name if self.subject is not None else None,
+            "backend": self.backend.name,
+        }
+
+    def result(self, outcome: Outcome, **fields: Any) -> Result:
+        """This check's result for its subject on its backend."""
+        return Result(**self.identity(), outcome=outcome, **fields)
+
+    @property
+    def exposing(self) -> bool:
+        """Whether this check must catch its subject's bug."""
+        subject = self.subject
+        return subject is not None and controls.exposes(
+            controls.must_catch(subject, self.backend), self.scenario, self.function
+        )
+
+
+CHECK_INFO = pytest.StashKey[CheckInfo]()
+
+
+def check_info(item: pytest.Item) -> CheckInfo | None:
+    """The check a collected item makes, if it is one of the run's scenario items."""
+    return item.stash.get(CHECK_INFO, None)
+
+
+class ScenarioItems:
+    """The collection role."""
+
+    def __init__(
+        self, config: pytest.Config, settings: RunSettings, report: RunReport | None
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.report = report
+
+    def parametrize(self, metafunc: pytest.Metafunc) -> None:
+        """Parametrize a scenario over the backends, and over the subjects if it takes one."""
+        backends = self.settings.backends
+        if BACKEND_ARG in metafunc.fixturenames:
+            metafunc.parametrize(
+                BACKEND_ARG, backends, ids=[b.name for b in backends], scope="session"
+            )
+        if SUBJECT_ARG in metafunc.fixturenames:
+            subjects = list(self.settings.subjects.values())
+            metafunc.parametrize(
+                SUBJECT_ARG, subjects, ids=[s.name for s in subjects], scope="session"
+            )
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        kept, deselected = [], []
+        for item in items:
+            info = _make_check_info(item)
+            if info is None:
+                kept.append(item)
+                continue
+            if self.settings.controls_only and not info.exposing:
+                deselected.append(item)
+                continue
+            kept.append(item)
+            item.stash[CHECK_INFO] = info
+            if info.unavailable:
+                item.add_marker(pytest.mark.skip(reason=f"unavailable: {info.unavailable}"))
+            elif info.exposing:
+                assert info.subject is not None
+                item.add_marker(
+                    pytest.mark.xfail(
+                        strict=True,
+                        reason=f"control {info.subject.name} must fail here: "
+                        f"{info.subject.description}",
+                    )
+                )
+        if deselected:
+            self.config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
+        if self.report is not None:
+            self.report.expect(sum(CHECK_INFO in item.stash for item in items))
+
+
+def _make_check_info(item: pytest.Item) -> CheckInfo | None:
+    callspec = getattr(item, "callspec", None)
+    if item.get_closest_marker(MARKER) is None or callspec is None:
+        return None
+    if BACKEND_ARG not in callspec.params:
+        return None
+    backend: Backend = callspec.params[BACKEND_ARG]
+    subject: Subject | None = callspec.params.get(SUBJECT_ARG)
+    scenario = item.path.stem.removeprefix(SCENARIO_PREFIX)
+    name = getattr(item, "originalname", item.name)
+    others = callspec.id
+    for ours in (backend.name, subject.name if subject is not None else None):
+        if ours is not None:
+            others = re.sub(f"(^|-){re.escape(ours)}(-|$)", "-", others, count=1)
+    others = others.strip("-")
+    function = f"{scenario}::{name}"
+    check = function + (f"[{others}]" if others else "")
+    unavailable = None
+    if not backend.is_available():
+        unavailable = f"{backend.name}: {backend.unavailable_reason}"
+    elif subject is not None:
+        reason = subject.unavailable_reason(backend)
+        if reason:
+            unavailable = f"{subject.name} on {backend.name}: {reason}"
+    return CheckInfo(check, scenario, function, backend, subject, unavailable)
+
+
+def fixtures_only(item: pytest.Item) -> set[str]:
+    """The item's fixtures, less the scenario's own parameters (those other than backend and
+    subject), which are recorded with the example so a repro can pass them again."""
+    callspec = getattr(item, "callspec", None)
+    params = set(callspec.params) - {BACKEND_ARG, SUBJECT_ARG} if callspec is not None else set()
+    return set(getattr(item, "fixturenames", ())) - params

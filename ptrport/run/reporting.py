@@ -1,0 +1,249 @@
+"""The report role: the platform report of a run, written as results arrive (a journal beside it,
+so an interrupted run keeps what it had), the header and summary on the terminal, the controls'
+verdicts, and the reasons a run must not end green.
+
+Results arrive on pytest's reports (:data:`ptrport.plugin.RESULT_ATTRIBUTE`), from this
+process or from xdist workers. A worker that dies in a check is reported by xdist with a report
+of its own; the check it was in, known from that item's earlier reports, is recorded as
+``crashed``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ptrport.check import controls
+from ptrport.device.fingerprint import execution_target, platform_fingerprint
+from ptrport.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
+from ptrport.report.platform_report import (
+    FINISHED,
+    INTERRUPTED,
+    RUNNING,
+    ReportWriter,
+    RunInfo,
+    build_report,
+    scenario_speed,
+)
+from ptrport.report.records import Outcome, Result
+from ptrport.report.summary import backend_table
+from ptrport.run import profiles
+from ptrport.run.isolation import WORKER_OUTPUT_KEY, Counts
+
+if TYPE_CHECKING:
+    from ptrport.run.session import RunSettings
+
+PHASES = ("setup", "call", "teardown")
+
+
+class RunReport:
+    """The report role."""
+
+    def __init__(self, config: pytest.Config, settings: RunSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.results: list[Result] = []
+        self.report_path: Path | None = None
+        self.problems: list[str] = []
+        """Why this run must not end green although pytest may think it can: one line each."""
+        self.verdicts: list[controls.ControlVerdict] = []
+        self.expected: int | None = None
+        """How many scenario items this process collected (``None`` on an xdist controller)."""
+        self.isolation: Counts | None = None
+        """The isolated checks' children: this process's, or its xdist workers' summed."""
+        self._writer: ReportWriter | None = None
+        self._in_flight: dict[str, dict[str, Any]] = {}
+        self._recorded: set[str] = set()
+
+    def check_writable(self) -> None:
+        reason = _unwritable(self.settings.report_dir)
+        if reason:
+            raise pytest.UsageError(
+                f"--report-dir: cannot write reports in {self.settings.report_dir}: {reason}"
+            )
+
+    def expect(self, count: int) -> None:
+        self.expected = count
+
+    # -- header ---------------------------------------------------------------------------
+
+    def pytest_report_header(self) -> list[str]:
+        settings = self.settings
+        present = [b.name for b in settings.backends if b.is_available()]
+        missing = [
+            f"{b.name} ({b.unavailable_reason})" for b in settings.backends if not b.is_available()
+        ]
+        controls = [name for name, s in settings.subjects.items() if s.exposed_by]
+        return [
+            f"ptrport: platform {settings.platform_id}, report "
+            f"{settings.report_dir / (settings.platform_id + '.json')}",
+            f"ptrport: backends {', '.join(present) or 'none'}"
+            + (f"; unavailable: {'; '.join(missing)}" if missing else ""),
+            f"ptrport: subjects {', '.join(settings.subjects)}"
+            + (f" (controls: {', '.join(controls)})" if controls else ""),
+            *(
+                f"ptrport: {name} declares {s.contract}"
+                for name, s in settings.subjects.items()
+                if s.contract.declared
+            ),
+            f"ptrport: hypothesis profile {profiles.current_name()}, seed {settings.run_seed}",
+        ]
+
+    # -- results --------------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, RESULT_ATTRIBUTE, None)
+        check = getattr(report, CHECK_ATTRIBUTE, None)
+        if record is not None:
+            self._in_flight.pop(report.nodeid, None)
+            self.record(Result.from_record(record))
+        elif isinstance(check, dict):
+            self._in_flight[report.nodeid] = check
+        elif report.when not in PHASES and report.nodeid in self._in_flight:
+            self._worker_crashed(report)
+
+    def _worker_crashed(self, report: pytest.TestReport) -> None:
+        check = self._in_flight.pop(report.nodeid)
+        text = str(report.longrepr or "").strip()
+        first = text.splitlines()[0] if text else "the worker died"
+        message = f"crashed: {first}"
+        self.record(Result(**check, outcome=Outcome.CRASHED, message=message, nodeid=report.nodeid))
+
+    def record(self, result: Result) -> None:
+        """Keep a result, starting the report file with the first one."""
+        if result.nodeid is not None:
+            if result.nodeid in self._recorded:
+                return
+            self._recorded.add(result.nodeid)
+        if self._writer is None:
+            header = build_report(
+                platform_id=self.settings.platform_id,
+                fingerprint=platform_fingerprint(self.settings.backends),
+                execution_target=execution_target(self.settings.backends),
+                run=self._run_info(RUNNING),
+                results=(),
+            )
+            try:
+                self._writer = ReportWriter(self.settings.report_dir, header)
+            except OSError as exc:
+                self._cannot_write(exc)
+        self.results.append(result)
+        if self._writer is not None and not self.problems:
+            try:
+                self._writer.add(result)
+            except OSError as exc:
+                self._cannot_write(exc)
+
+    def _cannot_write(self, exc: OSError) -> None:
+        self.problems.append(f"cannot write the report in {self.settings.report_dir}: {exc}")
+
+    def _run_info(self, status: str) -> RunInfo:
+        settings = self.settings
+        finished = time.time() if status != RUNNING else None
+        return RunInfo(
+            started=_iso(settings.started),
+            hypothesis_profile=profiles.current_name(),
+            seed=settings.run_seed,
+            backend_spec=settings.selection.spec,
+            subjects=tuple(settings.subjects),
+            argv=tuple(self.config.invocation_params.args),
+            status=status,
+            finished=_iso(finished) if finished is not None else None,
+            duration_s=finished - settings.started if finished is not None else None,
+            scenarios=scenario_speed(self.results) if finished is not None else None,
+            contracts={
+                name: s.contract.to_record()
+                for name, s in settings.subjects.items()
+                if s.contract.declared
+            },
+        )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """An xdist worker ended: add up its isolated children."""
+        counts = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+        if isinstance(counts, dict):
+            if self.isolation is None:
+                self.isolation = Counts()
+            self.isolation.add(counts)
+
+    # -- the end --------------------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.config.option.collectonly:
+            return
+        settings = self.settings
+        quiet = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+        if settings.controls_only:
+            self.verdicts = controls.verdicts(
+                settings.subjects.values(), settings.backends, self.results
+            )
+            if exitstatus in quiet and any(v.missed for v in self.verdicts):
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if (self.expected or self.results) and not any(r.outcome.executed for r in self.results):
+            self.problems.append(
+                f"no check ran: all {len(self.results)} were skipped or unavailable"
+                if self.results
+                else "no check ran"
+            )
+        if self._writer is not None and not any("cannot write" in p for p in self.problems):
+            interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+            try:
+                self.report_path = self._writer.finish(
+                    self._run_info(INTERRUPTED if interrupted else FINISHED)
+                )
+            except OSError as exc:
+                self._cannot_write(exc)
+        if self.problems and exitstatus in quiet:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for problem in self.problems:
+            terminalreporter.write_line(f"ptrport: {problem}", red=True, bold=True)
+        if self.settings.controls_only:
+            terminalreporter.section("ptrport controls")
+            for line in controls.table(self.verdicts):
+                terminalreporter.write_line(line)
+            missed = [v for v in self.verdicts if v.missed]
+            if missed:
+                names = ", ".join(f"{v.control} on {v.backend}" for v in missed)
+                terminalreporter.write_line(f"missed: {names}", red=True, bold=True)
+        if self.report_path is None:
+            if self.expected == 0 and not self.results:
+                terminalreporter.write_line(
+                    "ptrport: no scenario collected; the scenarios are "
+                    "`ptrport run` or `pytest --pyargs ptrport.scenarios`"
+                )
+            return
+        terminalreporter.section("ptrport")
+        for line in backend_table(self.results):
+            terminalreporter.write_line(line)
+        if self.isolation is not None and self.isolation.checks:
+            terminalreporter.write_line(self.isolation.summary())
+        speeds = [
+            f"{name} {s['wall_s']:.1f} s"
+            + (f" ({s['examples_per_s']:.0f} examples/s)" if s["examples"] else "")
+            for name, s in scenario_speed(self.results).items()
+        ]
+        terminalreporter.write_line("scenarios, slowest first: " + ", ".join(speeds))
+        terminalreporter.write_line(f"report: {self.report_path}")
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why reports cannot be written in ``directory``, or ``None`` if they can."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".ptrport-", suffix=".probe"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
