@@ -41,9 +41,7 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,23 +51,17 @@ from ptrport.lint import FORMATS
 from ptrport.report import diff, history, local_matrix, measurements, render, repro
 from ptrport.report.expectations import Expectations, load_expectations
 from ptrport.report.matrix import build_matrix
-from ptrport.report.op_support import SCENARIO, OperationVerdict, check_id
+from ptrport.report.op_support import SCENARIO, OperationVerdict
 from ptrport.report.platform_report import (
-    FINISHED,
     PlatformReport,
-    RunInfo,
-    build_report,
-    load_report,
     load_reports,
-    replace_scenario_results,
-    report_path,
-    write_report,
 )
-from ptrport.report.records import Outcome, Result
+from ptrport.report.records import Result
 
 if TYPE_CHECKING:
     from ptrport.check import probe
     from ptrport.device.backends import Backend
+    from ptrport.run.standalone import StandaloneRun
 
 BAD_INPUT = 2
 
@@ -162,20 +154,6 @@ def _controls(args: argparse.Namespace) -> int:
     return _scenarios("--controls", f"--backend={args.backend}", *args.pytest_args)
 
 
-def _report_target(args: argparse.Namespace) -> tuple[list[Backend], str]:
-    """The backends ``--backend`` names (present where named explicitly) and the platform id
-    their results are filed under, as a pytest run would choose them."""
-    from ptrport.device.backends import load_backends, parse_backend_spec
-    from ptrport.device.fingerprint import resolve_platform_id
-
-    known = load_backends()
-    backends = parse_backend_spec(args.backend, known).resolve_present(known)
-    try:
-        return backends, resolve_platform_id(args.platform_name, backends)
-    except ValueError as exc:
-        raise HarnessError(str(exc)) from None
-
-
 def _findings_table(findings: Sequence[probe.Finding]) -> list[str]:
     width = max(len("operation"), *(len(f.operation) for f in findings))
     rows = [
@@ -185,120 +163,53 @@ def _findings_table(findings: Sequence[probe.Finding]) -> list[str]:
     return [f"{name:<{width}}  {verdict:<6}  {detail}".rstrip() for name, verdict, detail in rows]
 
 
-def _unavailable(backend: Backend, operations: Sequence[probe.Operation]) -> list[Result]:
-    return [
-        Result(
-            check=check_id(op.id),
-            scenario=SCENARIO,
-            subject=None,
-            backend=backend.name,
-            outcome=Outcome.UNAVAILABLE,
-            message=f"{backend.name}: {backend.unavailable_reason}",
-        )
-        for op in operations
-    ]
+def _standalone(args: argparse.Namespace) -> StandaloneRun:
+    from ptrport.run.standalone import StandaloneRun
+
+    return StandaloneRun.start(args.backend, args.platform_name, args.report_dir, args.argv)
 
 
-def _check_existing_report(path: Path) -> None:
-    """Refuse to put results into a report made with another torch: its fingerprint would
-    name the wrong version for them."""
-    import torch
-
-    if not path.exists():
-        return
-    torch_then = load_report(path).fingerprint.get("software", {}).get("torch")
-    if torch_then != str(torch.__version__):
-        raise HarnessError(
-            f"{path}: made with torch {torch_then}, and this is torch {torch.__version__}; "
-            "run the scenarios again, or probe into another --report-dir"
-        )
-
-
-def _record_probe(
-    args: argparse.Namespace, backends: list[Backend], platform_id: str, results: list[Result]
-) -> Path:
-    """Put the probe's results in the platform's report: in place of the scenario's results
-    on these backends in a report there already, else in a new report of their own."""
-    path = report_path(args.report_dir, platform_id)
-    if path.exists():
-        replace_scenario_results(path, SCENARIO, [b.name for b in backends], results)
-        return path
-    return _new_report(args, backends, platform_id, results)
-
-
-def _new_report(
-    args: argparse.Namespace, backends: list[Backend], platform_id: str, results: list[Result]
-) -> Path:
-    """A report of its own for a command's ``results`` (none for ``bench``), finished now."""
-    from ptrport.device.fingerprint import execution_target, platform_fingerprint
-
-    finished = time.time()
-    run = RunInfo(
-        started=_iso(args.started),
-        hypothesis_profile="none",
-        seed="none",
-        backend_spec=args.backend,
-        subjects=(),
-        argv=tuple(args.argv),
-        status=FINISHED,
-        finished=_iso(finished),
-        duration_s=finished - args.started,
-    )
-    report = build_report(
-        platform_id=platform_id,
-        fingerprint=platform_fingerprint(backends),
-        execution_target=execution_target(backends),
-        run=run,
-        results=results,
-    )
-    return write_report(report, args.report_dir)
+def _not_available(backend: Backend) -> None:
+    print(f"{backend.name}: not available: {backend.unavailable_reason}")
 
 
 def _probe(args: argparse.Namespace) -> int:
-    import torch
-
     from ptrport.check import probe
+    from ptrport.run.standalone import heading
 
-    args.started = time.time()
-    backends, platform_id = _report_target(args)
+    run = _standalone(args)
     operations = (
         probe.catalogue(compiled=args.compile)
         if args.operations is None
         else probe.load_operations(args.operations)
     )
-    _check_existing_report(report_path(args.report_dir, platform_id))
     results: list[Result] = []
+
+    def unavailable(backend: Backend) -> None:
+        _not_available(backend)
+        results.extend(probe.unavailable(backend, operations))
+
     wrong = 0
-    for backend in backends:
-        if not backend.is_available():
-            results += _unavailable(backend, operations)
-            print(f"{backend.name}: not available: {backend.unavailable_reason}")
-            continue
-        with backend.running():
-            findings = probe.probe_all(backend, operations)
+    for backend in run.each_available(unavailable):
+        findings = probe.probe_all(backend, operations)
         counts = {v: sum(f.verdict is v for f in findings) for v in OperationVerdict}
         wrong += counts[OperationVerdict.WRONG]
         print(
-            f"{backend.name} ({backend.device_model() or backend.device}, torch "
-            f"{torch.__version__}): {counts[OperationVerdict.WORKS]} work, "
+            f"{heading(backend)}: {counts[OperationVerdict.WORKS]} work, "
             f"{counts[OperationVerdict.RAISES]} raise, {counts[OperationVerdict.WRONG]} wrong"
         )
         print("\n".join(_findings_table(findings)) + "\n")
         results += [f.to_result() for f in findings]
-    path = _record_probe(args, backends, platform_id, results)
+    path = run.record(SCENARIO, results)
     print(f"ptrport: recorded {len(results)} {SCENARIO} results in {path}")
     return 1 if wrong else 0
 
 
 def _bench(args: argparse.Namespace) -> int:
-    import torch
-
     from ptrport.check import bench
+    from ptrport.run.standalone import heading
 
-    args.started = time.time()
-    backends, platform_id = _report_target(args)
-    path = report_path(args.report_dir, platform_id)
-    _check_existing_report(path)
+    run = _standalone(args)
     sizes = bench.QUICK if args.quick else bench.FULL
     measured: list[measurements.Measurement] = []
     failures: list[bench.Failure] = []
@@ -311,41 +222,32 @@ def _bench(args: argparse.Namespace) -> int:
         failures.append(failure)
 
     benched: list[str] = []
-    for backend in backends:
-        if not backend.is_available():
-            print(f"{backend.name}: not available: {backend.unavailable_reason}")
-            continue
+    for backend in run.each_available(_not_available):
         print(
-            f"{backend.name} ({backend.device_model() or backend.device}, torch "
-            f"{torch.__version__}): {args.repeat} repeats after {measurements.WARMUP} warm-up runs"
+            f"{heading(backend)}: {args.repeat} repeats after {measurements.WARMUP} warm-up runs"
             f"{', quick sizes' if args.quick else ''}"
         )
         print(bench.table_row(bench.HEADER), flush=True)
-        with backend.running():
-            measured += bench.measure(
-                backend,
-                sizes=sizes,
-                repeat=args.repeat,
-                progress=lambda m: print(bench.format_measurement(m), flush=True),
-                failed=failed,
-            )
+        measured += bench.measure(
+            backend,
+            sizes=sizes,
+            repeat=args.repeat,
+            progress=lambda m: print(bench.format_measurement(m), flush=True),
+            failed=failed,
+        )
         print("\n".join(f"  {note}" for note in bench.notes(backend, args.repeat)) + "\n")
         benched.append(backend.name)
     if not benched:
         print("ptrport: no backend to benchmark here; nothing recorded")
         return 0
-    if not path.exists():
-        _new_report(args, backends, platform_id, [])
-    found = bench.section(measured, started=_iso(args.started), argv=args.argv, quick=args.quick)
-    measurements.record(path, found, benched)
-    print(f"ptrport: recorded {len(measured)} benchmarks in {path}")
+    if not run.report_path.exists():
+        run.new_report()
+    found = bench.section(measured, started=run.started_iso, argv=args.argv, quick=args.quick)
+    measurements.record(run.report_path, found, benched)
+    print(f"ptrport: recorded {len(measured)} benchmarks in {run.report_path}")
     for failure in failures:
         print(f"ptrport: {failure.describe()}", file=sys.stderr)
     return 1 if failures else 0
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
 
 
 def _platform_name(value: str) -> str:

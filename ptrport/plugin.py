@@ -1,13 +1,13 @@
 """The pytest plugin's entry point: its options, and when it acts.
 
 Installing ptrport registers this module with every pytest run in the virtualenv, so it is
-light: it imports nothing beyond pytest, and it changes nothing in a run that is not a ptrport
-run. A run is one when it asks (a ptrport option on the command line, or the scenarios package
-among the paths it collects) or when it collects a scenario: a test marked
-``ptrport_scenario``, as every module of :mod:`ptrport.scenarios` is. Only then does
-:mod:`ptrport.run.session` load the backends (and torch) and register the objects that parametrize
-the scenarios, run them and keep their report. A test of someone else that asks for a fixture
-named ``backend`` is left alone.
+light: it imports nothing beyond pytest and the names in :mod:`ptrport.run.names`, and it
+changes nothing in a run that is not a ptrport run. A run is one when it asks (a ptrport option
+on the command line, or the scenarios package among the paths it collects) or when it collects
+a scenario: a test marked ``ptrport_scenario``, as every module of :mod:`ptrport.scenarios` is.
+Only then does :mod:`ptrport.run.session` load the backends (and torch) and register the
+objects that parametrize the scenarios, run them and keep their report. A test of someone else
+that asks for a fixture named ``backend`` is left alone.
 """
 
 from __future__ import annotations
@@ -19,17 +19,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ptrport.run.names import (
+    CHECK_ATTRIBUTE,
+    MARKER,
+    REPORT_DIR_ENV,
+    REPORT_DIR_OPTION,
+    RESULT_ATTRIBUTE,
+    SCENARIOS_PACKAGE,
+)
+
 if TYPE_CHECKING:
     from ptrport.run.session import Session
 
-MARKER = "ptrport_scenario"
-SCENARIOS_PACKAGE = "ptrport.scenarios"
-REPORT_DIR_ENV = "PTRPORT_REPORT_DIR"
-REPORT_DIR_OPTION = "--report-dir"
-RESULT_ATTRIBUTE = "ptrport_result"
-"""The attribute of a teardown report that holds its check's result record."""
-CHECK_ATTRIBUTE = "ptrport_check"
-"""The attribute of each report of a scenario item that says which check it is (a dict)."""
 _SESSION = pytest.StashKey["Session | None"]()
 _ASKING_OPTIONS = (
     "ptrport_backend",
@@ -91,7 +92,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--example-timeout",
         dest="ptrport_example_timeout",
         default=60.0,
-        type=float,
+        type=_seconds,
         metavar="SECONDS",
         help="in an isolated check, the longest one example may run (default: 60)",
     )
@@ -133,12 +134,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[_SESSION] = None
     if _asked(config):
-        session(config)
+        ptrport_session(config)
     else:
         config.pluginmanager.register(_ResultsArriving(config), "ptrport-results-arriving")
 
 
-def session(config: pytest.Config) -> Session:
+def ptrport_session(config: pytest.Config) -> Session:
     """This run's ptrport session, started (with torch loaded) on first use."""
     current = config.stash.get(_SESSION, None)
     if current is None:
@@ -155,7 +156,7 @@ def report_dir_default() -> str | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker(MARKER) is not None:
-        session(metafunc.config).parametrize(metafunc)
+        ptrport_session(metafunc.config).parametrize(metafunc)
 
 
 class _ResultsArriving:
@@ -171,9 +172,20 @@ class _ResultsArriving:
             return
         if getattr(report, RESULT_ATTRIBUTE, None) is None and not hasattr(report, CHECK_ATTRIBUTE):
             return
-        started = session(self.config)
+        started = ptrport_session(self.config)
         if started.report is not None:
             started.report.pytest_runtest_logreport(report)
+
+
+def _seconds(value: str) -> float:
+    """A positive number of seconds, for ``--example-timeout``."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not seconds > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number of seconds")
+    return seconds
 
 
 def _asked(config: pytest.Config) -> bool:

@@ -19,30 +19,33 @@ from ptrport.report.records import Outcome
 
 HEAVY = ("torch", "numpy", "pytest", "triton", "hypothesis")
 LIGHT = (
+    "ptrport.addresses",
     "ptrport.cli",
-    "ptrport.report.diff",
+    "ptrport.dtype_names",
     "ptrport.errors",
-    "ptrport.report.expectations",
-    "ptrport.report.history",
     "ptrport.lint.checker",
     "ptrport.lint.formats",
+    "ptrport.named",
+    "ptrport.report.diff",
+    "ptrport.report.expectations",
+    "ptrport.report.history",
     "ptrport.report.local_matrix",
     "ptrport.report.markup",
     "ptrport.report.matrix",
     "ptrport.report.measurements",
-    "ptrport.named",
     "ptrport.report.op_support",
+    "ptrport.report.platform_report",
     "ptrport.report.platforms",
     "ptrport.report.records",
     "ptrport.report.render",
-    "ptrport.report.platform_report",
     "ptrport.report.repro",
     "ptrport.report.schema",
     "ptrport.report.summary",
     "ptrport.report.trend_chart",
+    "ptrport.run.names",
 )
 """Every module on the path of ``ptrport report ...``, ``ptrport matrix --no-run`` and
-``ptrport lint``."""
+``ptrport lint``, and the names the plugin's entry module imports."""
 
 COPY = "batch_copy::test_real_entries_are_copied_exactly"
 ROUND_TRIP = "table_round_trip::test_an_entry_reads_back_bit_exact"

@@ -85,6 +85,22 @@ class TestBackendOption:
             ["*--subject: unknown subject 'nope'; known: uint64/triton, uint64/torch*"]
         )
 
+    @pytest.mark.parametrize(
+        ("value", "reason"),
+        [
+            ("0", "0 is not a positive number of seconds"),
+            ("-1", "-1 is not a positive number of seconds"),
+            ("nan", "nan is not a positive number of seconds"),
+            ("soon", "'soon' is not a number of seconds"),
+        ],
+    )
+    def test_an_example_timeout_that_is_not_a_positive_number_is_a_usage_error(
+        self, pytester: pytest.Pytester, value: str, reason: str
+    ) -> None:
+        result = pytester.runpytest(f"--example-timeout={value}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*argument --example-timeout: {reason}"])
+
     def test_a_requested_backend_that_is_not_here_fails_the_run_with_one_line_saying_why(
         self, pytester: pytest.Pytester
     ) -> None:

@@ -320,7 +320,10 @@ class TestProbeCommand:
                 "ptrport: cannot import operation catalogue 'no_such_module:OPS': "
                 "ModuleNotFoundError: No module named 'no_such_module'",
             ),
-            ("--operations=ptrport.check.probe:VALUES", "not a sequence of ptrport.check.probe.Operation"),
+            (
+                "--operations=ptrport.check.probe:VALUES",
+                "not a sequence of ptrport.check.probe.Operation",
+            ),
         ],
     )
     def test_bad_input_is_one_line_and_exit_2(

@@ -170,8 +170,8 @@ def test_a_repro_names_what_is_missing_when_it_cannot_run(tmp_path: Path) -> Non
     done = _run(path)
     assert done.returncode == 2
     assert (
-        "cannot load check body 'ptrport.check.checks:no_such_check': module 'ptrport.check.checks' has no "
-        "attribute 'no_such_check'" in done.stdout
+        "cannot load check body 'ptrport.check.checks:no_such_check': "
+        "module 'ptrport.check.checks' has no attribute 'no_such_check'" in done.stdout
     )
 
 

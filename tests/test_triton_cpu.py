@@ -194,7 +194,7 @@ def test_the_installed_triton_is_one_the_translation_was_tested_on() -> None:
     major_minor = ".".join(triton.__version__.split(".")[:2])
     if major_minor not in triton_cpu.TESTED:
         pytest.skip(
-            f"Triton {triton.__version__} is new to ptrport.device.triton_cpu: if the other tests here "
-            "pass on it, add it to TESTED"
+            f"Triton {triton.__version__} is new to ptrport.device.triton_cpu: "
+            "if the other tests here pass on it, add it to TESTED"
         )
     assert all(v.count(".") == 1 for v in triton_cpu.TESTED)

@@ -25,8 +25,8 @@ which is slow: it gets at most :data:`~ptrport.report.measurements.INTERPRETED_R
 one warm-up run.
 
 The measurements go into the platform report as its optional ``benchmarks`` section
-(:func:`section`, :func:`ptrport.report.measurements.record`); ``ptrport report diff`` compares their
-ratios (:func:`ptrport.report.measurements.measurements_of`).
+(:func:`section`, :func:`ptrport.report.measurements.record`); ``ptrport report diff``
+compares their ratios (:func:`ptrport.report.measurements.measurements_of`).
 """
 
 from __future__ import annotations

@@ -151,7 +151,8 @@ class TritonEngine:
         if importlib.util.find_spec("triton") is None:
             return "triton is not installed (pip install 'ptrport[triton]')"
         try:
-            from ptrport.check import triton_copy
+            from ptrport.check import triton_copy  # noqa: F401 (does it import here?)
+            from ptrport.device import triton_cpu
         except Exception as exc:
             return f"triton failed to import: {exception_message(exc)}"
         if backend.device.type == "cpu":
@@ -159,7 +160,7 @@ class TritonEngine:
         if not backend.addresses_are_device_pointers:
             return f"data_ptr() on {backend.name} is not a device address a kernel can use"
         try:
-            target = triton_copy.driver_backend()
+            target = triton_cpu.driver_backend()
         except Exception as exc:
             return f"triton has no driver here: {exception_message(exc)}"
         expected = {"cuda": ("cuda", "hip"), "xpu": ("xpu",)}.get(backend.device.type, ())
@@ -171,13 +172,14 @@ class TritonEngine:
         self, table: PointerTable, n: int, registry: AllocationRegistry
     ) -> list[AdmittedCopy]:
         from ptrport.check import triton_copy
+        from ptrport.device import triton_cpu
 
         copies = admit(table, n, registry)
         if n == 0:
             return copies
         columns = (table.src.device, table.dst.device, table.sizes.device)
         kernel = getattr(triton_copy, self.kernel)
-        triton_copy.launch(kernel, (n,), *columns, BLOCK=TRITON_BLOCK)
+        triton_cpu.launch(kernel, (n,), *columns, BLOCK=TRITON_BLOCK)
         return copies
 
 

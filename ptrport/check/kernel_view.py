@@ -4,7 +4,7 @@ kernel computes from its own indices. Pointer arithmetic in kernels mixes widths
 signedness; above ``2**63`` a promotion that goes through a signed or narrower type shows here.
 
 A plain ``@triton.jit`` kernel: interpreted on CPU tensors, compiled on GPU ones
-(:func:`ptrport.check.triton_copy.launch`). Imported only where Triton is installed. Nothing here is
+(:func:`ptrport.device.triton_cpu.launch`). Imported only where Triton is installed. Nothing here is
 dereferenced: the kernel moves address values, never the memory they point at.
 """
 
@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from ptrport.addresses import to_unsigned
-from ptrport.check.triton_copy import launch
+from ptrport.device.triton_cpu import launch
 
 BLOCK = 16
 STRIDE = 8

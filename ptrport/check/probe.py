@@ -43,7 +43,7 @@ from ptrport.report.op_support import (
     check_id,
     raises_message,
 )
-from ptrport.report.records import Result
+from ptrport.report.records import Outcome, Result
 
 Observed: TypeAlias = "int | bool | str | Sequence[Observed]"
 """What an operation gave back, as Python values: unsigned ints for 64-bit integer tensors,
@@ -119,6 +119,21 @@ class Finding:
             nodeid=f"ptrport/scenarios/test_{SCENARIO}.py::{TEST_NAME}[{self.backend}-{self.operation}]",
             body=f"{__name__}:{check_operation.__name__}" if wrong else None,
         )
+
+
+def unavailable(backend: Backend, operations: Sequence[Operation]) -> list[Result]:
+    """The results of ``operations`` on a backend that is not available here."""
+    return [
+        Result(
+            check=check_id(op.id),
+            scenario=SCENARIO,
+            subject=None,
+            backend=backend.name,
+            outcome=Outcome.UNAVAILABLE,
+            message=f"{backend.name}: {backend.unavailable_reason}",
+        )
+        for op in operations
+    ]
 
 
 # Reading results back without uint64 operations.
@@ -581,10 +596,14 @@ def load_operations(spec: str) -> tuple[Operation, ...]:
     except named.LoadError as exc:
         raise CatalogueError(str(exc)) from None
     if isinstance(found, str | bytes) or not isinstance(found, Sequence):
-        raise CatalogueError(f"operations {spec!r}: not a sequence of ptrport.check.probe.Operation")
+        raise CatalogueError(
+            f"operations {spec!r}: not a sequence of ptrport.check.probe.Operation"
+        )
     operations = tuple(found)
     if not all(isinstance(op, Operation) for op in operations):
-        raise CatalogueError(f"operations {spec!r}: not a sequence of ptrport.check.probe.Operation")
+        raise CatalogueError(
+            f"operations {spec!r}: not a sequence of ptrport.check.probe.Operation"
+        )
     ids = [op.id for op in operations]
     twice = next((i for i in ids if ids.count(i) > 1), None)
     if twice is not None:

@@ -1,17 +1,13 @@
 """The Triton batch copy kernel: one program per table entry, like the batch_memcpy kernels of
 inference engines; and the same copy through a 48-bit address field, for the control that
-only upper-half addresses expose. Plain ``@triton.jit`` kernels: compiled for GPU tensors, run
-by the interpreter for CPU tensors within :func:`ptrport.device.triton_cpu.cpu_launches`, which every
-launch here enters. Imported only where Triton is installed."""
+only upper-half addresses expose. Plain ``@triton.jit`` kernels, launched with
+:func:`ptrport.device.triton_cpu.launch`: compiled for GPU tensors, run by the interpreter for
+CPU tensors. Imported only where Triton is installed."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import triton
 import triton.language as tl
-
-from ptrport.device.triton_cpu import cpu_launches
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -53,14 +49,3 @@ def batch_copy_48_bit_kernel(src_ptrs, dst_ptrs, sizes, BLOCK: tl.constexpr):  #
         offsets = start + tl.arange(0, BLOCK)
         mask = offsets < nbytes
         tl.store(dst_bytes + offsets, tl.load(src_bytes + offsets, mask=mask), mask=mask)
-
-
-def launch(kernel: Any, grid: object, *args: object, **kwargs: object) -> None:
-    """``kernel[grid](*args, **kwargs)``, interpreted where its tensors are on the CPU."""
-    with cpu_launches():
-        kernel[grid](*args, **kwargs)
-
-
-def driver_backend() -> str:
-    """The device kind Triton's active driver compiles for (``cuda``, ``hip``, ``xpu``)."""
-    return str(triton.runtime.driver.active.get_current_target().backend)

@@ -16,8 +16,8 @@ import torch
 
 from ptrport.addresses import to_hex
 from ptrport.device.backends import Backend
+from ptrport.dtype_names import dtype_name
 from ptrport.errors import UnsafeDereference
-from ptrport.report.records import dtype_name
 
 GUARD_BYTE = 0xA5
 DEFAULT_GUARD_NBYTES = 64

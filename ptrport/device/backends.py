@@ -1,9 +1,10 @@
 """Backends: the torch device kinds a run can target, whether each is present here, and why not.
 
 Built in: ``cpu``; the upper-half CPU backends ``cpu-usm`` and ``cpu-tbi`` (CPU memory whose
-addresses are presented above ``2**63``, :mod:`ptrport.device.presentation`), always available; ``cuda``,
-``rocm`` (torch's ``cuda`` device on a HIP build), ``xpu`` (native ``torch.xpu``, with
-intel-extension-for-pytorch imported first when it is installed) and ``mps``. Others come from
+addresses are presented above ``2**63``, :mod:`ptrport.device.presentation`), always
+available; ``cuda``, ``rocm`` (torch's ``cuda`` device on a HIP build), ``xpu`` (native
+``torch.xpu``, with intel-extension-for-pytorch imported first when it is installed) and
+``mps``. Others come from
 installed distributions through the entry-point group ``ptrport.backends``; each entry point
 names a :class:`Backend` subclass or instance.
 """
@@ -340,7 +341,8 @@ def _load_plugin(entry_point: importlib.metadata.EntryPoint) -> Backend:
         )
     if not isinstance(backend, Backend):
         return _BrokenPlugin(
-            entry_point.name, f"plug-in {entry_point.value} is not a ptrport.device.backends.Backend"
+            entry_point.name,
+            f"plug-in {entry_point.value} is not a ptrport.device.backends.Backend",
         )
     return backend
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
 from ptrport.addresses import ADDRESS_LIMIT, to_hex
+from ptrport.device.scoped_patch import ScopedPatch
 from ptrport.errors import HarnessError
 
 TAG_SHIFT = 56
@@ -191,9 +191,9 @@ def _storage_data_ptr(storage: torch.UntypedStorage) -> int:
     return memory.presentation.present(real)
 
 
-_PATCHES: tuple[tuple[type, Callable[..., int]], ...] = (
-    (torch.Tensor, _tensor_data_ptr),
-    (torch.UntypedStorage, _storage_data_ptr),
+_DATA_PTR = ScopedPatch(
+    (torch.Tensor, "data_ptr", _tensor_data_ptr),
+    (torch.UntypedStorage, "data_ptr", _storage_data_ptr),
 )
 
 
@@ -202,18 +202,9 @@ def presenting(presentation: Presentation) -> Iterator[DeviceMemory]:
     """Within, CPU tensors' ``data_ptr()`` is presented with ``presentation`` and every storage
     handed out is device memory; on leaving (exceptions included) both are undone."""
     memory = DeviceMemory(presentation)
-    saved: list[tuple[type, Any]] = []
-    if not _scopes:
-        for cls, replacement in _PATCHES:
-            saved.append((cls, cls.__dict__.get("data_ptr")))
-            setattr(cls, "data_ptr", replacement)  # noqa: B010 (a method, set on the class)
-    _scopes.append(memory)
-    try:
-        yield memory
-    finally:
-        _scopes.remove(memory)
-        for cls, previous in saved:
-            if previous is None:
-                delattr(cls, "data_ptr")
-            else:
-                setattr(cls, "data_ptr", previous)  # noqa: B010
+    with _DATA_PTR.applied():
+        _scopes.append(memory)
+        try:
+            yield memory
+        finally:
+            _scopes.remove(memory)

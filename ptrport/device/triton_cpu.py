@@ -37,6 +37,7 @@ from triton.runtime.jit import JITFunction
 
 from ptrport.device import presentation
 from ptrport.device.presentation import DeviceFault
+from ptrport.device.scoped_patch import ScopedPatch
 
 TESTED = ("3.2", "3.4", "3.6", "3.9")
 """Triton releases (major.minor) the translation was tested on."""
@@ -53,9 +54,6 @@ _ACCESSES = {
 _ORIGINAL_ACCESSES: dict[str, Callable[..., Any]] = {
     name: getattr(_Builder, name) for name in _ACCESSES
 }
-_depth = 0
-"""How many :func:`cpu_launches` scopes are open: the patches are class attributes, installed
-when the first opens and removed when the last closes."""
 
 
 def on_cpu(args: Sequence[object], kwargs: Mapping[str, object]) -> bool:
@@ -161,22 +159,25 @@ _TRANSLATED = {
 }
 
 
-@contextlib.contextmanager
-def cpu_launches() -> Iterator[None]:
+_LAUNCHES = ScopedPatch(
+    (JITFunction, "run", _run),
+    *((_Builder, name, replacement) for name, replacement in _TRANSLATED.items()),
+)
+
+
+def cpu_launches() -> contextlib.AbstractContextManager[None]:
     """Within, ``@triton.jit`` kernels launched on CPU tensors run in the interpreter, and the
     interpreter's memory accesses go through the active presentation; nestable, undone on
     leaving the outermost scope (exceptions included)."""
-    global _depth
-    if _depth == 0:
-        JITFunction.run = _run
-        for name, replacement in _TRANSLATED.items():
-            setattr(_Builder, name, replacement)
-    _depth += 1
-    try:
-        yield
-    finally:
-        _depth -= 1
-        if _depth == 0:
-            JITFunction.run = _ORIGINAL_RUN
-            for name, original in _ORIGINAL_ACCESSES.items():
-                setattr(_Builder, name, original)
+    return _LAUNCHES.applied()
+
+
+def launch(kernel: Any, grid: object, *args: object, **kwargs: object) -> None:
+    """``kernel[grid](*args, **kwargs)``, interpreted where its tensors are on the CPU."""
+    with cpu_launches():
+        kernel[grid](*args, **kwargs)
+
+
+def driver_backend() -> str:
+    """The device kind Triton's active driver compiles for (``cuda``, ``hip``, ``xpu``)."""
+    return str(triton.runtime.driver.active.get_current_target().backend)

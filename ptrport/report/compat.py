@@ -62,7 +62,8 @@ class Failure:
     first_line: str
     example: dict[str, Any] | None
     counterexample: str
-    """The example on one line, addresses in hex (:func:`ptrport.report.records.compact_example`)."""
+    """The example on one line, addresses in hex
+    (:func:`ptrport.report.records.compact_example`)."""
     known: str | None
     """Why it is known to fail (from the expectations), if it is."""
     issue: str | None

@@ -139,8 +139,8 @@ def diff_reports(
     ``coverage_drop`` is the fraction of executed results a platform may lose before that
     counts as a regression: 0.05 lets 100 executed results become 95, not 94. ``perf_drop`` is
     the fraction of a benchmark's ratio it may lose: 0.2 lets 1.0 become 0.8, not 0.79.
-    Platform ids must be unique within each side, as :func:`ptrport.report.platform_report.load_reports` gives
-    them.
+    Platform ids must be unique within each side, as
+    :func:`ptrport.report.platform_report.load_reports` gives them.
     """
     if not 0 <= coverage_drop < 1:
         raise ValueError(f"coverage_drop={coverage_drop!r} must be in [0, 1)")

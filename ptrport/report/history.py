@@ -3,8 +3,9 @@ platform so that a regression shows as a step across nights (:mod:`ptrport.repor
 
 A night is the merged matrix JSON that ``ptrport report merge -o X.json`` writes, kept as
 ``<UTC start of its run>.json`` (:data:`NIGHT_FORMAT`; the names sort as the nights do). It is
-read back with :func:`ptrport.report.platform_report.load_reports`, as ``ptrport report render`` reads it, and
-the cells of its rows give the counts, known failures included as the merge marked them.
+read back with :func:`ptrport.report.platform_report.load_reports`, as ``ptrport report
+render`` reads it, and the cells of its rows give the counts, known failures included as the
+merge marked them.
 
 Pure: no torch, numpy, pytest or hypothesis (the nightly's report job has none of them).
 """

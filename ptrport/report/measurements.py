@@ -101,7 +101,8 @@ def section_errors(value: Any) -> list[str]:
 def record(path: Path, new: dict[str, Any], backends: Iterable[str]) -> dict[str, Any]:
     """Put the section ``new`` into the report at ``path``: its measurements replace those of
     ``backends`` there, measurements of other backends stay; everything else in the report is
-    kept as it is (:func:`~ptrport.report.platform_report.rewrite_report`). Returns the section as written."""
+    kept as it is (:func:`~ptrport.report.platform_report.rewrite_report`). Returns the section
+    as written."""
     benched = set(backends)
 
     def with_section(report: PlatformReport) -> PlatformReport:

@@ -6,8 +6,8 @@ end the full report replaces ``<id>.json`` atomically and the journal goes. A ru
 killed leaves the incomplete report and the journal, and :func:`load_report` reads both.
 :func:`rewrite_report` changes a report in place (``ptrport probe`` swaps one scenario's results,
 ``ptrport bench`` its benchmarks section).
-Every read is validated against ``ptrport/report/schemas/report-1.schema.json``; a file that does not
-fit is refused with :class:`ReportError`, one line naming the file and the problem.
+Every read is validated against ``ptrport/report/schemas/report-1.schema.json``; a file that
+does not fit is refused with :class:`ReportError`, one line naming the file and the problem.
 
 Pure: records in, files out; no pytest, torch or numpy (reports are read where none is
 installed). The layout is documented in ``reports/README.md``.

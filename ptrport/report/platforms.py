@@ -6,10 +6,10 @@ Each kind is a tox environment of the same name. The GPU kinds install their tor
 themselves, after :func:`missing_device` said the device is there, so a machine without it
 fails in a second with the reason instead of downloading gigabytes first::
 
-    python -m ptrport.report.platforms require xpu     # exit 1 with the reason if no Intel GPU
-    python -m ptrport.report.platforms install xpu     # pip install the torch build, then the project
-    python -m ptrport.report.platforms run xpu         # pytest --backend=xpu --platform-name=xpu,
-                                                # then ptrport bench --backend=xpu (same report)
+    python -m ptrport.report.platforms require xpu   # exit 1 with the reason if no Intel GPU
+    python -m ptrport.report.platforms install xpu   # pip install the torch build, the project
+    python -m ptrport.report.platforms run xpu       # pytest --backend=xpu --platform-name=xpu,
+                                                     # then ptrport bench --backend=xpu
 
 Standard library only: it runs before torch is installed.
 """

@@ -7,15 +7,12 @@ Reports are read where neither torch nor numpy is installed, so this imports nei
 from __future__ import annotations
 
 import enum
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ptrport.addresses import to_hex
-
-if TYPE_CHECKING:
-    import torch
+from ptrport.dtype_names import dtype_name, is_dtype
 
 
 class Outcome(enum.StrEnum):
@@ -118,17 +115,6 @@ class Result:
         return (self.check, self.subject, self.backend)
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """How reports name a torch dtype: ``float16``."""
-    return str(dtype).removeprefix("torch.")
-
-
-def _is_dtype(value: Any) -> bool:
-    # Looked up, not imported: a dtype exists only where torch is loaded already.
-    loaded = sys.modules.get("torch")
-    return loaded is not None and isinstance(value, loaded.dtype)
-
-
 def _is_address_key(key: str) -> bool:
     lowered = key.lower()
     return "address" in lowered or lowered in ("src", "dst") or lowered.endswith("_ptr")
@@ -144,7 +130,7 @@ def describe(value: Any, key: str = "") -> Any:
         return value
     if isinstance(value, int):
         return to_hex(value) if _is_address_key(key) and value >= 0 else value
-    if _is_dtype(value):
+    if is_dtype(value):
         return dtype_name(value)
     if isinstance(value, Mapping):
         return {str(k): describe(v, str(k)) for k, v in value.items()}

@@ -1,7 +1,7 @@
 """Validation of JSON documents against the harness's JSON Schema files.
 
-The schemas in ``ptrport/report/schemas/`` use a small part of JSON Schema (draft 2020-12): ``type``,
-``const``, ``enum``, ``required``, ``properties``, ``additionalProperties``, ``items``,
+The schemas in ``ptrport/report/schemas/`` use a small part of JSON Schema (draft 2020-12):
+``type``, ``const``, ``enum``, ``required``, ``properties``, ``additionalProperties``, ``items``,
 ``pattern``, ``minimum`` and local ``$ref``. This module implements exactly that part, so
 reading a report needs no extra dependency on the machines the harness runs on.
 """

@@ -1,7 +1,7 @@
 """Nights as a trend: each platform's passes and failures across the kept nights
-(:mod:`ptrport.report.history`) as step lines, so that a regression shows as a step, and its benchmark
-ratios as a second chart; for the HTML page as inline SVG (no script, no external asset), for
-Markdown as a table (GitHub does not show inline SVG reliably).
+(:mod:`ptrport.report.history`) as step lines, so that a regression shows as a step, and its
+benchmark ratios as a second chart; for the HTML page as inline SVG (no script, no external
+asset), for Markdown as a table (GitHub does not show inline SVG reliably).
 
 Our own small SVG: the charting libraries that emit static SVG either pull in lxml (svg.charts)
 or reference external JavaScript by default (pygal), for what is a few polylines here.

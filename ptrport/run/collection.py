@@ -9,6 +9,7 @@ the ``backend`` and ``subject`` arguments of anyone else's test are theirs.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,12 +18,11 @@ import pytest
 from ptrport.check import controls
 from ptrport.check.subjects import Subject
 from ptrport.device.backends import Backend
-from ptrport.plugin import MARKER
 from ptrport.report.records import Outcome, Result
+from ptrport.run.names import MARKER
 
 if TYPE_CHECKING:
-    from ptrport.run.reporting import RunReport
-    from ptrport.run.session import RunSettings
+    from ptrport.run.settings import RunSettings
 
 BACKEND_ARG = "backend"
 SUBJECT_ARG = "subject"
@@ -75,11 +75,15 @@ class ScenarioItems:
     """The collection role."""
 
     def __init__(
-        self, config: pytest.Config, settings: RunSettings, report: RunReport | None
+        self,
+        config: pytest.Config,
+        settings: RunSettings,
+        collected: Callable[[int], None] | None = None,
     ) -> None:
         self.config = config
         self.settings = settings
-        self.report = report
+        self._collected = collected
+        """Told how many scenario items this process collected (the report role's count)."""
 
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
         """Parametrize a scenario over the backends, and over the subjects if it takes one."""
@@ -120,8 +124,8 @@ class ScenarioItems:
         if deselected:
             self.config.hook.pytest_deselected(items=deselected)
             items[:] = kept
-        if self.report is not None:
-            self.report.expect(sum(CHECK_INFO in item.stash for item in items))
+        if self._collected is not None:
+            self._collected(sum(CHECK_INFO in item.stash for item in items))
 
 
 def _make_check_info(item: pytest.Item) -> CheckInfo | None:

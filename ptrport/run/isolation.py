@@ -13,8 +13,8 @@ Two pipes connect them: the parent sends ``N PATH::NAME`` for check ``N``; the c
 with one JSON message a line: where check ``N`` is (when it starts, before each example and
 after each draw: the example's number and its inputs so far in hex, so that the parent can say
 which example a crash or a hang happened in), then its result (pytest's serialized reports of
-it, the last carrying its :class:`~ptrport.report.records.Result`, which the parent replays as if it
-had run the item, so the result reaches whoever keeps the report, as any other). The parent
+it, the last carrying its :class:`~ptrport.report.records.Result`, which the parent replays as
+if it had run the item, so the result reaches whoever keeps the report, as any other). The parent
 kills the child's process group when it has heard nothing for ``--example-timeout`` seconds. A
 check whose child died (or was killed) before its result is ``crashed`` (or ``timed out``) with
 the last example's inputs; a new child is started for the next check.
@@ -45,14 +45,14 @@ import pytest
 
 from ptrport.check import examples
 from ptrport.check.user_subjects import UserSubject
-from ptrport.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 from ptrport.report.records import Outcome, describe_example
 from ptrport.run.collection import check_info
+from ptrport.run.names import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 
 if TYPE_CHECKING:
     from ptrport.run.collection import CheckInfo
     from ptrport.run.outcomes import CheckOutcomes
-    from ptrport.run.session import RunSettings
+    from ptrport.run.settings import RunSettings
 
 OUTPUT_FILE = "output.txt"
 """What the child printed; the parent keeps its terminal for its own report."""
@@ -73,7 +73,7 @@ class ChildOutcome:
     """How a check in a child ended: with its own result, or by the child dying or hanging."""
 
     result: dict[str, Any] | None
-    """The check's reports (``RESULT_FILE``), if the child wrote them."""
+    """The check's result message from the child (its serialized reports), if it sent one."""
     outcome: Outcome | None
     """``CRASHED``, ``TIMED_OUT`` (or ``ERROR``) when there is no result."""
     message: str | None
@@ -108,14 +108,6 @@ class Counts:
             f"(restarted after {self.crashed} crashed, {self.timed_out} timed out, "
             f"{self.after_failure} failed)"
         )
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return document if isinstance(document, dict) else None
 
 
 def _fatal(directory: Path) -> str:

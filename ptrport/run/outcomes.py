@@ -1,8 +1,8 @@
 """Running checks: each scenario item seeded and run in its backend's scope, and its setup,
 call and teardown reports classified into one :class:`~ptrport.report.records.Result`.
 
-The result rides on the item's teardown report (:data:`ptrport.plugin.RESULT_ATTRIBUTE`), and
-the check it is for on every report of the item (:data:`ptrport.plugin.CHECK_ATTRIBUTE`), so
+The result rides on the item's teardown report (:data:`ptrport.run.names.RESULT_ATTRIBUTE`), and
+the check it is for on every report of the item (:data:`ptrport.run.names.CHECK_ATTRIBUTE`), so
 that whoever keeps the report (this process, an isolation parent, an xdist controller) receives
 both with pytest's reports.
 """
@@ -18,12 +18,12 @@ from hypothesis.errors import FailedHealthCheck
 
 from ptrport.check import examples
 from ptrport.errors import exception_message
-from ptrport.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 from ptrport.report.records import Outcome, describe_example
 from ptrport.run.collection import CheckInfo, check_info, fixtures_only
+from ptrport.run.names import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 
 if TYPE_CHECKING:
-    from ptrport.run.session import RunSettings
+    from ptrport.run.settings import RunSettings
 
 
 @dataclass

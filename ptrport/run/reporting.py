@@ -2,7 +2,7 @@
 so an interrupted run keeps what it had), the header and summary on the terminal, the controls'
 verdicts, and the reasons a run must not end green.
 
-Results arrive on pytest's reports (:data:`ptrport.plugin.RESULT_ATTRIBUTE`), from this
+Results arrive on pytest's reports (:data:`ptrport.run.names.RESULT_ATTRIBUTE`), from this
 process or from xdist workers. A worker that dies in a check is reported by xdist with a report
 of its own; the check it was in, known from that item's earlier reports, is recorded as
 ``crashed``.
@@ -20,7 +20,6 @@ import pytest
 
 from ptrport.check import controls
 from ptrport.device.fingerprint import execution_target, platform_fingerprint
-from ptrport.plugin import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 from ptrport.report.platform_report import (
     FINISHED,
     INTERRUPTED,
@@ -34,9 +33,10 @@ from ptrport.report.records import Outcome, Result
 from ptrport.report.summary import backend_table
 from ptrport.run import profiles
 from ptrport.run.isolation import WORKER_OUTPUT_KEY, Counts
+from ptrport.run.names import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
 
 if TYPE_CHECKING:
-    from ptrport.run.session import RunSettings
+    from ptrport.run.settings import RunSettings
 
 PHASES = ("setup", "call", "teardown")
 

@@ -1,5 +1,5 @@
-"""The scenarios: the checks of :mod:`ptrport.check.checks`, each as a pytest test of its own, marked
-``ptrport_scenario`` so that the plugin parametrizes it over the run's backends and subjects.
+"""The scenarios: the checks of :mod:`ptrport.check.checks`, each as a pytest test of its own,
+marked ``ptrport_scenario`` so that the plugin parametrizes it over the run's backends and subjects.
 
 Run them from any directory with ``ptrport run`` (or ``pytest --pyargs ptrport.scenarios``).
 """

@@ -1,0 +1,13 @@
+"""The names the plugin's entry module and the run's roles share: the scenario marker, the
+attributes a check's reports carry, where reports go. A leaf, so that no role imports the entry
+module and the entry module imports nothing heavy to know them."""
+
+MARKER = "ptrport_scenario"
+"""The marker of every scenario module: its functions are parametrized and run as checks."""
+SCENARIOS_PACKAGE = "ptrport.scenarios"
+RESULT_ATTRIBUTE = "ptrport_result"
+"""The attribute of a teardown report that holds its check's result record."""
+CHECK_ATTRIBUTE = "ptrport_check"
+"""The attribute of each report of a scenario item that says which check it is (a dict)."""
+REPORT_DIR_ENV = "PTRPORT_REPORT_DIR"
+REPORT_DIR_OPTION = "--report-dir"
