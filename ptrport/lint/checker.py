@@ -16,9 +16,10 @@ from pathlib import Path
 
 from ptrport.errors import HarnessError
 from ptrport.lint.dtypes import Width
-from ptrport.lint.flow import Holds, Kernel, Launch, ModuleFlow, Site, fix_for
-from ptrport.lint.rules import RULES, Finding
+from ptrport.lint.flow import ModuleFlow
+from ptrport.lint.rules import RULES, Finding, fix_for, passed
 from ptrport.lint.suppressions import Ignore, ignores
+from ptrport.lint.values import Holds, Kernel, Launch, Site
 
 TRIGGERS = ("data_ptr", "addressof", "__cuda_array_interface__", "triton")
 """A file holding none of these has no address source and no Triton kernel (whose decorator is
@@ -241,13 +242,7 @@ def _launch_finding(
         return None
     if dtype.width is Width.SIGNED64 and launch.holds is Holds.BITS:
         return None
-    what = "the int64 bits of an address" if launch.holds is Holds.BITS else "an address"
-    where = f" from {launch.origin}" if launch.origin else ""
-    message = (
-        f"{what}{where} is passed to `{parameter}` of Triton kernel `{kernel.name}` "
-        f"({kernel_path}:{kernel.line}), annotated {dtype.name}: "
-        + ("values at or above 2**63 overflow" if dtype.width is Width.SIGNED64 else "truncated")
-    )
+    message = passed(launch, parameter, kernel, kernel_path, dtype)
     return Finding(
         path, *span, "triton-signed-param", message, fix_for("triton-signed-param", dtype)
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 class Width(enum.Enum):
@@ -130,6 +130,15 @@ def library_dtype(library: str, attribute: str) -> Dtype | None:
     prefix, table = _LIBRARIES[library]
     kind = table.get(attribute)
     return Dtype(f"{prefix}{attribute}", kind, library) if kind else None
+
+
+def in_library(dtype: Dtype | None, library: str) -> Dtype | None:
+    """The same dtype, seen from ``library`` (a torch tensor's ``.numpy()``)."""
+    if dtype is None or dtype.library == library or library not in ("torch", "numpy"):
+        return dtype
+    if dtype.library not in ("torch", "numpy"):
+        return dtype
+    return library_dtype(library, dtype.kind) or replace(dtype, library=library)
 
 
 def numpy_string(text: str) -> Dtype | None:

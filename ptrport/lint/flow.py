@@ -1,13 +1,17 @@
 """Following device addresses through one module, to the storage they end up in.
 
-Each expression is given an abstract :class:`Value`: whether it holds an address (or its int64
-bits, or ints read back from int64 storage), whether it is typed storage (a tensor, an array, a
-numpy scalar) of some dtype, a list or tuple of such values, a dtype, or an instance of a class
-of the module. Statements are run in order within a function; both branches of an ``if`` are
-run and joined, a loop body twice. Attributes set on ``self`` anywhere in a class are known in
-all its methods; a call to a function or method of the same module runs its body with the
-arguments' values. Where an address meets storage that cannot hold ``2**63..2**64-1``, a
-finding is recorded.
+Each expression is given an abstract :class:`~ptrport.lint.values.Value`: whether it holds an
+address (or its int64 bits, or ints read back from int64 storage), whether it is typed storage
+(a tensor, an array, a numpy scalar) of some dtype, a list or tuple of such values, a dtype, or
+an instance of a class of the module. Statements are run in order within a function; both
+branches of an ``if`` are run and joined, a loop body twice. Attributes set on ``self``
+anywhere in a class are known in all its methods; a call to a function or method of the same
+module runs its body with the arguments' values, a call of a library is read from the facts of
+:mod:`ptrport.lint.library`. Where an address meets storage that cannot hold
+``2**63..2**64-1``, a finding is recorded, worded by :mod:`ptrport.lint.rules`.
+
+Each kind of statement, expression and known call has a method of :class:`ModuleFlow`, found
+in a table by the node's type or the call's name.
 
 Where a value is not known, nothing is assumed: a finding needs an address, followed from its
 source, and a dtype, read from the code.
@@ -16,197 +20,63 @@ source, and a dtype, read from the code.
 from __future__ import annotations
 
 import ast
-import enum
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
-from ptrport.addresses import to_unsigned
-from ptrport.lint import dtypes, reinterpret
+from ptrport.lint import dtypes, reinterpret, rules
 from ptrport.lint.dtypes import Dtype, Width
+from ptrport.lint.library import (
+    ADDRESS_SOURCES,
+    BUILTIN_CONTAINERS,
+    BYTES,
+    CONSTRUCTORS,
+    CONVERTING,
+    DTYPE_MODULES,
+    FACTORIES,
+    FILLED,
+    GROWING,
+    OPAQUE_BUILTINS,
+    PACKING,
+    SAME_STORAGE,
+    STORAGE_MODULES,
+    STORING,
+    TYPED_TENSORS,
+    UNKNOWN,
+    UNPACKING,
+    VIEW_ATTRIBUTES,
+    VIEWING_CALLS,
+)
+from ptrport.lint.values import (
+    NOTHING,
+    ClassInfo,
+    Frame,
+    Function,
+    Holds,
+    Kernel,
+    Launch,
+    LaunchSite,
+    Site,
+    Value,
+    bits_kept,
+    carried,
+    element_of,
+    join,
+    join_all,
+    join_names,
+    list_of,
+    nth,
+    origin_of,
+    read_back,
+)
 
 
-class Holds(enum.Enum):
-    ADDRESS = "an address"
-    BITS = "an address's int64 bits"
-    READ_BACK = "ints read back from int64 storage"
+class Arguments(NamedTuple):
+    """A call's arguments: by position (a starred one as what its elements are), by keyword."""
 
-
-@dataclass(frozen=True)
-class Value:
-    holds: Holds | None = None
-    dtype: Dtype | None = None
-    """Typed storage (tensor, array, numpy scalar, ctypes object) of this dtype."""
-    scalar: bool = False
-    """Typed: one element (a numpy scalar), not an array."""
-    element: Value | None = None
-    """A list (or any iterable): what each element is."""
-    items: tuple[Value, ...] | None = None
-    """A tuple: its items by position."""
-    keys: tuple[tuple[str, Value], ...] | None = None
-    """A dict with string keys."""
-    denotes: Dtype | None = None
-    """The expression is this dtype."""
-    instance: str | None = None
-    """An instance of this class of the module."""
-    origin: str = field(default="", compare=False)
-    """Where the address came from: "`t.data_ptr()` (line 12)"."""
-    made: str = field(default="", compare=False)
-    """Where the storage was made: "line 30"."""
-    viewed: str = field(default="", compare=False)
-    """A NumPy view of a tensor (``.numpy()``): the library the storage was made in, "torch"."""
-
-
-NOTHING = Value()
-_T = TypeVar("_T")
-_BYTES = Dtype("bytes", "", "bytes")
-
-
-def carried(value: Value | None) -> Holds | None:
-    """What ``value`` holds, itself or in its elements."""
-    if value is None:
-        return None
-    if value.holds is not None:
-        return value.holds
-    for inner in (value.element, *(value.items or ()), *(v for _, v in value.keys or ())):
-        found = carried(inner)
-        if found is not None:
-            return found
-    return None
-
-
-def origin_of(value: Value | None) -> str:
-    if value is None:
-        return ""
-    if value.origin:
-        return value.origin
-    for inner in (value.element, *(value.items or ()), *(v for _, v in value.keys or ())):
-        found = origin_of(inner)
-        if found:
-            return found
-    return ""
-
-
-def _same(a: _T | None, b: _T | None) -> _T | None:
-    return a if a == b else None
-
-
-def join(a: Value | None, b: Value | None) -> Value:
-    """What is known of a value that is ``a`` on one path and ``b`` on another."""
-    if a is None or a == NOTHING:
-        return b or NOTHING
-    if b is None or b == NOTHING or a == b:
-        return a
-    items = None
-    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
-        items = tuple(join(x, y) for x, y in zip(a.items, b.items, strict=True))
-    keys = None
-    if a.keys is not None and b.keys is not None:
-        theirs = dict(b.keys)
-        keys = tuple((k, join(v, theirs[k])) for k, v in a.keys if k in theirs) or None
-    element = join(a.element, b.element) if a.element or b.element else None
-    return Value(
-        holds=_same(a.holds, b.holds),
-        dtype=_same(a.dtype, b.dtype),
-        scalar=a.scalar and b.scalar,
-        element=element,
-        items=items,
-        keys=keys,
-        denotes=_same(a.denotes, b.denotes),
-        instance=_same(a.instance, b.instance),
-        origin=a.origin or b.origin,
-        made=a.made or b.made,
-        viewed=a.viewed or b.viewed,
-    )
-
-
-def join_all(values: Iterable[Value]) -> Value:
-    """What is known of a value that is one of ``values``."""
-    joined = NOTHING
-    for value in values:
-        joined = join(joined, value)
-    return joined
-
-
-def list_of(element: Value) -> Value:
-    """A list whose elements are ``element`` (nothing known where they are not)."""
-    return Value(element=element) if element != NOTHING else NOTHING
-
-
-def element_of(value: Value) -> Value:
-    """What iterating over ``value`` gives."""
-    if value.element is not None:
-        return value.element
-    if value.items:
-        return join_all(value.items)
-    if value.dtype is not None and value.dtype.library in ("torch", "numpy"):
-        return replace(value, scalar=True)
-    return NOTHING
-
-
-def read_back(value: Value) -> Value:
-    """The Python int(s) that ``int()``, ``.item()`` or ``.tolist()`` give of typed storage."""
-    if value.dtype is None:
-        return value
-    if value.dtype.width is Width.SIGNED64:
-        return Value(holds=Holds.READ_BACK, origin=value.made)
-    if value.dtype.width is Width.UNSIGNED64 and value.holds is Holds.ADDRESS:
-        return Value(holds=Holds.ADDRESS, origin=value.origin)
-    return NOTHING
-
-
-@dataclass(frozen=True)
-class Site:
-    """A finding before it has a path: a rule, a node, what flows where, the fix."""
-
-    rule: str
-    node: ast.AST
-    statement: ast.stmt | None
-    message: str
-    fix: str
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A ``@triton.jit`` function and the dtype each parameter is annotated with."""
-
-    name: str
-    line: int
-    parameters: tuple[tuple[str, Dtype | None], ...]
-
-
-@dataclass(frozen=True)
-class Launch:
-    """``kernel[grid](...)`` passing an address (or its bits) as a plain int argument."""
-
-    kernel: str
-    position: int | None
-    keyword: str | None
-    holds: Holds
-    origin: str
-
-
-@dataclass(frozen=True)
-class LaunchSite:
-    """A launch where it is: the argument passing the address, and its statement (which stay
-    in the process that parsed them; the launch alone travels to be matched with its kernel)."""
-
-    launch: Launch
-    node: ast.expr
-    statement: ast.stmt | None
-
-
-@dataclass
-class ClassInfo:
-    name: str
-    node: ast.ClassDef
-    bases: list[str]
-    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
-    attributes: dict[str, Value] = field(default_factory=dict)
-
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
+    positional: list[Value]
+    keywords: dict[str, Value]
 
 
 @dataclass
@@ -219,176 +89,8 @@ class _ClassPass:
     reads: list[tuple[str, str, Value | None]]
 
 
-@dataclass
-class Frame:
-    env: dict[str, Value]
-    owner: ClassInfo | None = None
-    self_name: str | None = None
-    self_attributes: dict[str, Value] = field(default_factory=dict)
-    returns: list[Value] = field(default_factory=list)
-    depth: int = 0
-    statement: ast.stmt | None = None
-    generic: bool = False
-    """A method run for its class, not for one call: what it sets on ``self`` is the class's."""
-
-
-_VIEW_ATTRIBUTES = frozenset({"np", "cpu", "gpu", "data", "T", "mT", "host", "device", "real"})
-"""Attributes that are the same storage seen another way (vLLM's CpuGpuBuffer has .np/.cpu/.gpu)."""
-_SAME_STORAGE = frozenset(
-    {
-        "pin_memory",
-        "contiguous",
-        "clone",
-        "detach",
-        "cpu",
-        "cuda",
-        "xpu",
-        "reshape",
-        "flatten",
-        "ravel",
-        "copy",
-        "squeeze",
-        "unsqueeze",
-        "expand",
-        "narrow",
-        "t",
-        "share_memory_",
-        "requires_grad_",
-    }
-)
-_VIEWING_CALLS = _SAME_STORAGE | {"numpy"}
-"""Calls whose result is the storage they are called on, seen another way."""
-_CONVERTING = frozenset({"view", "to", "astype", "type"})
-_STORING = frozenset({"fill_", "fill", "copy_", "index_fill_", "masked_fill_"})
-_ADDRESS_SOURCES = frozenset({"ctypes.addressof"})
-_CONSTRUCTORS = {
-    "torch.tensor": "torch",
-    "torch.as_tensor": "torch",
-    "torch.asarray": "torch",
-    "numpy.array": "numpy",
-    "numpy.asarray": "numpy",
-    "numpy.ascontiguousarray": "numpy",
-    "numpy.asanyarray": "numpy",
-    "numpy.fromiter": "numpy",
-}
-_TYPED_TENSORS = {
-    "Tensor": "float32",
-    "LongTensor": "int64",
-    "IntTensor": "int32",
-    "ShortTensor": "int16",
-    "FloatTensor": "float32",
-    "DoubleTensor": "float64",
-    "HalfTensor": "float16",
-}
-_FACTORIES = {
-    **dict.fromkeys(
-        ("torch.zeros", "torch.empty", "torch.ones"), dtypes.library_dtype("torch", "float32")
-    ),
-    **dict.fromkeys(
-        ("numpy.zeros", "numpy.empty", "numpy.ones"), dtypes.library_dtype("numpy", "float64")
-    ),
-    "torch.arange": dtypes.library_dtype("torch", "int64"),
-    "numpy.arange": Dtype("np.int64 (np.arange's default)", "int64", "numpy"),
-}
-"""Calls that make storage, with the dtype each makes when none is given."""
-_DTYPE_MODULES = {
-    "torch": "torch",
-    "numpy": "numpy",
-    "triton.language": "triton",
-    "tl": "triton",
-    "ctypes": "ctypes",
-}
-"""The modules whose attributes are dtypes, as imported: the library of each."""
-_FILLED = {"torch.full": "torch", "numpy.full": "numpy"}
-_BUILTIN_CONTAINERS = frozenset({"list", "tuple", "sorted", "set", "reversed", "frozenset"})
 _MAX_DEPTH = 4
-_OPAQUE_BUILTINS = frozenset(
-    [
-        "hex",
-        "str",
-        "repr",
-        "len",
-        "id",
-        "bool",
-        "print",
-        "format",
-        "isinstance",
-        "range",
-        "abs",
-        "sum",
-        "hash",
-        "divmod",
-        "round",
-        "bin",
-        "oct",
-    ]
-)
-"""Builtins whose result is no address (a string, a count, a truth value)."""
-
-_MESSAGES = {
-    Width.SIGNED64: ("signed-storage", "values at or above 2**63 overflow"),
-    Width.NARROW: ("narrow-storage", "the high bits are cut off"),
-    Width.FLOAT: ("float-storage", "the low bits are rounded away above 2**53"),
-}
-
-
-_UNSIGNED = {
-    "torch": "dtype=torch.uint64",
-    "numpy": "dtype=np.uint64",
-    "triton": "tl.uint64",
-    "ctypes": "ctypes.c_uint64",
-    "array": "typecode 'Q'",
-    "struct": "format 'Q'",
-}
-
-
-def fix_for(rule: str, dtype: Dtype | None) -> str:
-    """The fix that fits the storage at hand."""
-    library = dtype.library if dtype else "torch"
-    unsigned = _UNSIGNED.get(library, "dtype=torch.uint64")
-    bitcast = (
-        "tensor(..., dtype=torch.uint64).view(torch.int64)"
-        if library == "torch"
-        else "np.array(..., dtype=np.uint64).view(np.int64)"
-        if library == "numpy"
-        else "p - 2**64 if p >= 2**63 else p"
-    )
-    if rule == "signed-storage":
-        return f"store it as {unsigned}, or store its int64 bits: {bitcast}"
-    if rule == "inferred-int64":
-        return "pass dtype=torch.uint64 (or build uint64 and .view(torch.int64) for int64 bits)"
-    if rule == "narrow-storage":
-        return f"keep addresses in 64-bit storage: {unsigned}"
-    if rule == "float-storage":
-        return "keep addresses as ints: Python int, torch.uint64 or np.uint64, never float"
-    if rule == "triton-signed-param":
-        return (
-            "annotate the parameter tl.uint64, or pass its int64 bits: "
-            "p - 2**64 if p >= 2**63 else p"
-        )
-    if rule == "mixed-sign-numpy":
-        return "make the other operand unsigned first: idx.astype(np.uint64)"
-    if rule == "signed-compare":
-        return (
-            "compare unsigned values: read back through .view(torch.uint64) / .view(np.uint64), "
-            "or convert each with v & 0xFFFF_FFFF_FFFF_FFFF"
-        )
-    return (
-        "int64 bits of an address: p - 2**64 if p >= 2**63 else p; "
-        "the address from int64 bits: v & 0xFFFF_FFFF_FFFF_FFFF"
-    )
-
-
-def _what(value: Value) -> str:
-    holds = carried(value)
-    where = origin_of(value)
-    if holds is Holds.BITS:
-        what = "the int64 bits of an address"
-    elif holds is Holds.READ_BACK:
-        what = "ints read back from int64 storage"
-    else:
-        what = "an address"
-    return f"{what} from {where}" if where else what
+"""How deep calls of the module's functions are followed."""
 
 
 def _is_jit(decorator: ast.expr, qualify: Callable[[ast.expr], str | None]) -> bool:
@@ -565,7 +267,7 @@ class ModuleFlow:
         if name is None:
             return None
         module, _, attribute = name.rpartition(".")
-        library = _DTYPE_MODULES.get(module)
+        library = DTYPE_MODULES.get(module)
         return dtypes.library_dtype(library, attribute) if library else None
 
     def _lineage(self, owner: ClassInfo) -> Iterator[ClassInfo]:
@@ -628,7 +330,7 @@ class ModuleFlow:
     ) -> None:
         """A site of ``rule``, with its fix: the one given, else the rule's for ``dtype``."""
         key = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), rule)
-        fixed = fix if fix is not None else fix_for(rule, dtype)
+        fixed = fix if fix is not None else rules.fix_for(rule, dtype)
         self.sites.setdefault(key, Site(rule, node, frame.statement, message, fixed))
 
     def _store(
@@ -642,20 +344,14 @@ class ModuleFlow:
         keeps_bits = value.dtype is not None and not value.scalar
         if dtype.width is Width.SIGNED64 and (holds is Holds.BITS or keeps_bits):
             return
-        what = f"`{self._text(where)}`"
-        rule, consequence = _MESSAGES[dtype.width]
-        made = f", made at {storage.made}" if storage.made else ""
-        message = f"{_what(value)} is stored in {what} ({dtype.name}{made}): {consequence}"
-        unsigned = _UNSIGNED.get(storage.viewed or dtype.library, "dtype=torch.uint64")
-        at = f" (at {storage.made})" if storage.made else ""
+        rule = rules.WIDTH_RULES[dtype.width][0]
+        message = rules.stored(value, self._text(where), dtype, storage.made)
         itself = _made(where)
-        if storage.viewed and itself is where:
-            # A name holding a NumPy view of a tensor: the tensor is what to make unsigned.
-            fix = f"create the tensor it views with {unsigned}{at}"
-        else:
-            fix = f"create `{self._text(itself)}` with {unsigned}{at}"
-        if rule == "signed-storage" and value.dtype is None:
-            fix += ", or store the int64 bits: p - 2**64 if p >= 2**63 else p"
+        # A name holding a NumPy view of a tensor: the tensor is what to make unsigned.
+        remake = None if storage.viewed and itself is where else self._text(itself)
+        library = storage.viewed or dtype.library
+        or_bits = rule == "signed-storage" and value.dtype is None
+        fix = rules.remade(remake, library, storage.made, or_bits=or_bits)
         self._report(rule, node, frame, message, fix=fix)
 
     # Statements.
@@ -668,7 +364,9 @@ class ModuleFlow:
         outer = frame.statement
         frame.statement = statement
         try:
-            self._statement_in(statement, frame)
+            execute = _EXECUTORS.get(type(statement))
+            if execute is not None:
+                execute(self, statement, frame)
         except RecursionError:
             # An expression nested hundreds deep (a generated sum of terms): this statement is
             # not followed, the rest of the module is.
@@ -677,54 +375,64 @@ class ModuleFlow:
         finally:
             frame.statement = outer
 
-    def _statement_in(self, statement: ast.stmt, frame: Frame) -> None:
-        if isinstance(statement, ast.Assign):
-            value = self._value(statement.value, frame)
-            for target in statement.targets:
-                self._bind(target, value, frame, statement)
-        elif isinstance(statement, ast.AnnAssign):
-            if statement.value is not None:
-                self._bind(statement.target, self._value(statement.value, frame), frame, statement)
-        elif isinstance(statement, ast.AugAssign):
-            combined = ast.BinOp(left=statement.target, op=statement.op, right=statement.value)
-            ast.copy_location(combined, statement)
-            self._bind(statement.target, self._value(combined, frame), frame, statement)
-        elif isinstance(statement, ast.Expr):
-            self._value(statement.value, frame)
-        elif isinstance(statement, ast.Return):
-            if statement.value is not None:
-                frame.returns.append(self._value(statement.value, frame))
-        elif isinstance(statement, ast.If):
-            self._value(statement.test, frame)
-            self._branches([statement.body, statement.orelse], frame)
-        elif isinstance(statement, ast.For | ast.AsyncFor):
-            element = element_of(self._value(statement.iter, frame))
-            for _ in range(2):
-                self._bind(statement.target, element, frame, statement)
-                self._block(statement.body, frame)
-            self._block(statement.orelse, frame)
-        elif isinstance(statement, ast.While):
-            for _ in range(2):
-                self._value(statement.test, frame)
-                self._block(statement.body, frame)
-            self._block(statement.orelse, frame)
-        elif isinstance(statement, ast.With | ast.AsyncWith):
-            for item in statement.items:
-                self._value(item.context_expr, frame)
-                if item.optional_vars is not None:
-                    self._bind(item.optional_vars, NOTHING, frame, statement)
+    def _assign(self, statement: ast.Assign, frame: Frame) -> None:
+        value = self._value(statement.value, frame)
+        for target in statement.targets:
+            self._bind(target, value, frame, statement)
+
+    def _annotated_assign(self, statement: ast.AnnAssign, frame: Frame) -> None:
+        if statement.value is not None:
+            self._bind(statement.target, self._value(statement.value, frame), frame, statement)
+
+    def _augmented_assign(self, statement: ast.AugAssign, frame: Frame) -> None:
+        combined = ast.BinOp(left=statement.target, op=statement.op, right=statement.value)
+        ast.copy_location(combined, statement)
+        self._bind(statement.target, self._value(combined, frame), frame, statement)
+
+    def _expression_statement(self, statement: ast.Expr, frame: Frame) -> None:
+        self._value(statement.value, frame)
+
+    def _return(self, statement: ast.Return, frame: Frame) -> None:
+        if statement.value is not None:
+            frame.returns.append(self._value(statement.value, frame))
+
+    def _if(self, statement: ast.If, frame: Frame) -> None:
+        self._value(statement.test, frame)
+        self._branches([statement.body, statement.orelse], frame)
+
+    def _for(self, statement: ast.For | ast.AsyncFor, frame: Frame) -> None:
+        element = element_of(self._value(statement.iter, frame))
+        for _ in range(2):
+            self._bind(statement.target, element, frame, statement)
             self._block(statement.body, frame)
-        elif isinstance(statement, ast.Try | ast.TryStar):
-            self._block(statement.body, frame)
-            for handler in statement.handlers:
-                self._block(handler.body, frame)
-            self._block(statement.orelse, frame)
-            self._block(statement.finalbody, frame)
-        elif isinstance(statement, ast.Assert):
+        self._block(statement.orelse, frame)
+
+    def _while(self, statement: ast.While, frame: Frame) -> None:
+        for _ in range(2):
             self._value(statement.test, frame)
-        elif isinstance(statement, ast.Match):
-            self._value(statement.subject, frame)
-            self._branches([case.body for case in statement.cases], frame)
+            self._block(statement.body, frame)
+        self._block(statement.orelse, frame)
+
+    def _with(self, statement: ast.With | ast.AsyncWith, frame: Frame) -> None:
+        for item in statement.items:
+            self._value(item.context_expr, frame)
+            if item.optional_vars is not None:
+                self._bind(item.optional_vars, NOTHING, frame, statement)
+        self._block(statement.body, frame)
+
+    def _try(self, statement: ast.Try | ast.TryStar, frame: Frame) -> None:
+        self._block(statement.body, frame)
+        for handler in statement.handlers:
+            self._block(handler.body, frame)
+        self._block(statement.orelse, frame)
+        self._block(statement.finalbody, frame)
+
+    def _assert(self, statement: ast.Assert, frame: Frame) -> None:
+        self._value(statement.test, frame)
+
+    def _match(self, statement: ast.Match, frame: Frame) -> None:
+        self._value(statement.subject, frame)
+        self._branches([case.body for case in statement.cases], frame)
 
     def _branches(self, blocks: list[list[ast.stmt]], frame: Frame) -> None:
         before = dict(frame.env)
@@ -735,8 +443,8 @@ class ModuleFlow:
             frame.self_attributes = dict(before_attributes)
             self._block(block, frame)
             ends.append((frame.env, frame.self_attributes))
-        frame.env = _joined([names for names, _ in ends])
-        frame.self_attributes = _joined([attributes for _, attributes in ends])
+        frame.env = join_names([names for names, _ in ends])
+        frame.self_attributes = join_names([attributes for _, attributes in ends])
 
     def _bind(self, target: ast.expr, value: Value, frame: Frame, statement: ast.stmt) -> None:
         if isinstance(target, ast.Name):
@@ -799,69 +507,69 @@ class ModuleFlow:
     # Expressions.
 
     def _value(self, node: ast.expr, frame: Frame) -> Value:
-        if isinstance(node, ast.Constant):
-            return NOTHING
-        if isinstance(node, ast.Name):
-            found = frame.env.get(node.id)
-            if found is None:
-                found = self.module_env.get(node.id)
-            if found is None:
-                dtype = self._dtype(node)
-                return Value(denotes=dtype) if dtype else NOTHING
-            return found
-        if isinstance(node, ast.Attribute):
-            return self._attribute(node, frame)
-        if isinstance(node, ast.Subscript):
-            return self._subscript(node, frame)
-        if isinstance(node, ast.Call):
-            return self._call_expression(node, frame)
-        if isinstance(node, ast.BinOp | ast.UnaryOp | ast.IfExp | ast.BoolOp):
-            return self._arithmetic(node, frame)
-        if isinstance(node, ast.Compare):
-            self._compare(node, frame)
-            return NOTHING
-        if isinstance(node, ast.Tuple):
-            return Value(items=tuple(self._item(e, frame) for e in node.elts))
-        if isinstance(node, ast.List | ast.Set):
-            return list_of(join_all(self._item(item, frame) for item in node.elts))
-        if isinstance(node, ast.Dict):
-            keys = []
-            for key, item in zip(node.keys, node.values, strict=True):
-                value = self._value(item, frame)
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    keys.append((key.value, value))
-            return Value(keys=tuple(keys)) if keys else NOTHING
-        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
-            inner = replace(frame, env=dict(frame.env), returns=[])
-            for generator in node.generators:
-                element = element_of(self._value(generator.iter, inner))
-                self._bind(generator.target, element, inner, frame.statement or ast.Pass())
-                for condition in generator.ifs:
-                    self._value(condition, inner)
-            if isinstance(node, ast.DictComp):
-                self._value(node.key, inner)
-                self._value(node.value, inner)
-                return NOTHING
-            element = self._value(node.elt, inner)
-            return list_of(element)
-        if isinstance(node, ast.NamedExpr):
-            value = self._value(node.value, frame)
-            frame.env[node.target.id] = value
-            return value
-        if isinstance(node, ast.Starred | ast.Await):
-            return self._value(node.value, frame)
-        if isinstance(node, ast.JoinedStr):
-            for part in node.values:
-                self._value(part, frame)
-            return NOTHING
-        if isinstance(node, ast.FormattedValue):
-            self._value(node.value, frame)
-        return NOTHING
+        evaluate = _EVALUATORS.get(type(node))
+        return evaluate(self, node, frame) if evaluate is not None else NOTHING
 
     def _item(self, node: ast.expr, frame: Frame) -> Value:
         if isinstance(node, ast.Starred):
             return element_of(self._value(node.value, frame))
         return self._value(node, frame)
+
+    def _name(self, node: ast.Name, frame: Frame) -> Value:
+        found = frame.env.get(node.id)
+        if found is None:
+            found = self.module_env.get(node.id)
+        if found is None:
+            dtype = self._dtype(node)
+            return Value(denotes=dtype) if dtype else NOTHING
+        return found
+
+    def _tuple(self, node: ast.Tuple, frame: Frame) -> Value:
+        return Value(items=tuple(self._item(e, frame) for e in node.elts))
+
+    def _list(self, node: ast.List | ast.Set, frame: Frame) -> Value:
+        return list_of(join_all(self._item(item, frame) for item in node.elts))
+
+    def _dict(self, node: ast.Dict, frame: Frame) -> Value:
+        keys = []
+        for key, item in zip(node.keys, node.values, strict=True):
+            value = self._value(item, frame)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keys.append((key.value, value))
+        return Value(keys=tuple(keys)) if keys else NOTHING
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, frame: Frame
+    ) -> Value:
+        inner = replace(frame, env=dict(frame.env), returns=[])
+        for generator in node.generators:
+            element = element_of(self._value(generator.iter, inner))
+            self._bind(generator.target, element, inner, frame.statement or ast.Pass())
+            for condition in generator.ifs:
+                self._value(condition, inner)
+        if isinstance(node, ast.DictComp):
+            self._value(node.key, inner)
+            self._value(node.value, inner)
+            return NOTHING
+        element = self._value(node.elt, inner)
+        return list_of(element)
+
+    def _named(self, node: ast.NamedExpr, frame: Frame) -> Value:
+        value = self._value(node.value, frame)
+        frame.env[node.target.id] = value
+        return value
+
+    def _inner(self, node: ast.Starred | ast.Await, frame: Frame) -> Value:
+        return self._value(node.value, frame)
+
+    def _joined_string(self, node: ast.JoinedStr, frame: Frame) -> Value:
+        for part in node.values:
+            self._value(part, frame)
+        return NOTHING
+
+    def _formatted(self, node: ast.FormattedValue, frame: Frame) -> Value:
+        self._value(node.value, frame)
+        return NOTHING
 
     def _attribute(self, node: ast.Attribute, frame: Frame) -> Value:
         if node.attr in dtypes.NAMES:
@@ -888,7 +596,7 @@ class ModuleFlow:
         if base.dtype is not None:
             if base.dtype.library == "ctypes" and node.attr == "value":
                 return Value(holds=base.holds, origin=base.origin)
-            if node.attr in _VIEW_ATTRIBUTES:
+            if node.attr in VIEW_ATTRIBUTES:
                 return base
         return NOTHING
 
@@ -936,36 +644,6 @@ class ModuleFlow:
         assert isinstance(node, ast.BoolOp)
         return join_all(self._value(item, frame) for item in node.values)
 
-    def _leaves(self, node: ast.expr) -> Iterator[ast.expr]:
-        """The operands of an integer expression: what is not arithmetic or a constant."""
-        if isinstance(node, ast.BinOp):
-            yield from self._leaves(node.left)
-            yield from self._leaves(node.right)
-        elif isinstance(node, ast.UnaryOp):
-            yield from self._leaves(node.operand)
-        elif isinstance(node, ast.IfExp):
-            for part in (node.test, node.body, node.orelse):
-                yield from self._leaves(part)
-        elif isinstance(node, ast.BoolOp):
-            for part in node.values:
-                yield from self._leaves(part)
-        elif isinstance(node, ast.Compare):
-            for part in (node.left, *node.comparators):
-                yield from self._leaves(part)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("min", "max", "abs", "int")
-        ):
-            for part in node.args:
-                yield from self._leaves(part)
-        elif isinstance(node, ast.Constant) or (
-            isinstance(node, ast.Name) and node.id in self.constants
-        ):
-            return
-        else:
-            yield node
-
     def _may_reinterpret(self, node: ast.AST) -> bool:
         """Whether ``node`` holds a constant that could make 2**63 or 2**64: the cheap test
         before the evaluation (each node of the module looked at once)."""
@@ -990,7 +668,7 @@ class ModuleFlow:
         constants: what it computes, and a ``bad-bitcast`` finding when that is wrong."""
         if not self._may_reinterpret(node):
             return None
-        leaves = list(self._leaves(node))
+        leaves = list(reinterpret.operands(node, self.constants))
         if not leaves:
             return None
         operands: list[tuple[ast.expr, Value]] = []
@@ -1019,15 +697,8 @@ class ModuleFlow:
             return Value(holds=Holds.ADDRESS, origin=operand_value.origin)
         if verdict.reading is reinterpret.Reading.SIGNED:
             return Value(holds=Holds.BITS, origin=operand_value.origin)
-        sample, got = verdict.sample, verdict.got
-        if signed_input:
-            wanted = f"{to_unsigned(sample):#x} (or {sample} unchanged)"
-        else:
-            wanted = f"its int64 bits {reinterpret.as_signed(sample)} (or {sample:#x} unchanged)"
-        message = (
-            f"`{self._text(node, 60)}` reinterprets {_what(operand_value)} wrongly: for "
-            f"{sample if signed_input else hex(sample)} it gives {got}, not {wanted}"
-        )
+        text = self._text(node, 60)
+        message = rules.reinterpreted(text, operand_value, verdict, signed_input=signed_input)
         self._report("bad-bitcast", node, frame, message)
         return NOTHING
 
@@ -1053,11 +724,8 @@ class ModuleFlow:
         if mixed is not None:
             address, signed = mixed
             assert address.dtype is not None and signed.dtype is not None
-            message = (
-                f"{_what(address)} ({address.dtype.name}) meets a signed {signed.dtype.name} "
-                f"value in `{self._text(node, 60)}`: NumPy promotes the result to float64, "
-                "rounding the address"
-            )
+            text = self._text(node, 60)
+            message = rules.mixed_sign(address, address.dtype, signed.dtype, text)
             self._report("mixed-sign-numpy", node, frame, message)
             # Still the address, rounded: what it is stored into holds addresses.
             return Value(
@@ -1116,7 +784,9 @@ class ModuleFlow:
             return None
         return (address, other) if signed.signed_integer else None
 
-    def _compare(self, node: ast.Compare, frame: Frame) -> None:
+    def _compare(self, node: ast.Compare, frame: Frame) -> Value:
+        """A comparison, which is no address: a ``signed-compare`` finding where values read
+        back from int64 storage meet unsigned addresses."""
         values = [self._value(node.left, frame)]
         values.extend(self._value(item, frame) for item in node.comparators)
         for (a, b), op in zip(itertools.pairwise(values), node.ops, strict=True):
@@ -1124,12 +794,9 @@ class ModuleFlow:
                 continue
             for signed, unsigned in ((a, b), (b, a)):
                 if self._signed_side(signed) and self._unsigned_side(unsigned):
-                    message = (
-                        f"{_what(signed)} are compared with {_what(unsigned)}: an upper-half "
-                        "address reads back negative and never matches"
-                    )
-                    self._report("signed-compare", node, frame, message)
-                    return
+                    self._report("signed-compare", node, frame, rules.compared(signed, unsigned))
+                    return NOTHING
+        return NOTHING
 
     @staticmethod
     def _signed_side(value: Value) -> bool:
@@ -1149,76 +816,101 @@ class ModuleFlow:
     # Calls.
 
     def _call_expression(self, node: ast.Call, frame: Frame) -> Value:
+        """A call: by name (:meth:`_call_of_name`), a launch, or ``x.f(...)``: ``.data_ptr()``,
+        a library function, ``int.from_bytes``, a method of a class of the module, or a method
+        of what ``x`` is. ``x`` is evaluated in this method itself, so that a chain of calls
+        costs two frames a call: Python's recursion limit bounds how long a chain is followed."""
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "data_ptr":
+        if isinstance(func, ast.Name):
+            return self._call_of_name(func, node, frame)
+        if isinstance(func, ast.Subscript):
+            return self._launch(func, node, frame)
+        if not isinstance(func, ast.Attribute):
+            return self._unknown_call(node, frame)
+        if func.attr == "data_ptr":
             self._value(func.value, frame)
             return Value(holds=Holds.ADDRESS, origin=self._source(node))
-        if isinstance(func, ast.Subscript):
-            return self._launch(node, frame)
         name = self._qualify(func)
-
-        def shadowed_by(named: ast.Name) -> bool:
-            return named.id in frame.env or named.id in self.module_env
-
-        shadowed = isinstance(func, ast.Name) and shadowed_by(func)
-        if name is not None and not shadowed:
-            library = self._library_call(name, node, frame)
-            if library is not None:
-                return library
-        if isinstance(func, ast.Name) and not shadowed:
-            builtin = self._builtin_call(func.id, node, frame)
-            if builtin is not None:
-                return builtin
-            if func.id in self.classes:
-                info = self.classes[func.id]
-                instance = Value(instance=info.name)
-                found = self._method(info, "__init__")
-                arguments, keywords = self._arguments(node, frame)
-                if found is not None and any(
-                    v != NOTHING for v in (*arguments, *keywords.values())
-                ):
-                    _, attributes = self._run(
-                        found[1], found[0], arguments, keywords, instance, frame.depth
-                    )
-                    if attributes:
-                        instance = Value(instance=info.name, keys=attributes)
-                return instance
-            if func.id in self.functions:
-                arguments, keywords = self._arguments(node, frame)
-                function = self.functions[func.id]
-                return self._run(function, None, arguments, keywords, None, frame.depth)[0]
-        if isinstance(func, ast.Attribute):
-            if (
-                isinstance(func.value, ast.Name)
-                and func.value.id == "int"
-                and func.attr == "from_bytes"
-            ):
-                return self._from_bytes(node, frame)
-            receiver = self._value(func.value, frame)
-            owner = self.classes.get(receiver.instance or "")
-            if owner is None and isinstance(func.value, ast.Name) and not shadowed_by(func.value):
-                owner = self.classes.get(func.value.id)
-                receiver = Value(instance=owner.name) if owner else receiver
-            found = self._method(owner, func.attr) if owner is not None else None
+        if name is not None:
+            found = self._library_call(name, node, frame)
             if found is not None:
-                info, method = found
-                arguments, keywords = self._arguments(node, frame)
-                bound = None if _is_static(method) else receiver
-                return self._run(method, info, arguments, keywords, bound, frame.depth)[0]
-            if owner is not None and self._lookup(owner, func.attr, frame) is None:
-                self._arguments(node, frame)
-                return self._generic_factory(node, frame)
-            return self._method_call(func, node, frame, receiver)
-        self._arguments(node, frame)
-        return self._generic_factory(node, frame)
+                return found
+        base = func.value
+        if isinstance(base, ast.Name) and base.id == "int" and func.attr == "from_bytes":
+            return self._from_bytes(node, frame)
+        receiver = self._value(base, frame)
+        owner = self.classes.get(receiver.instance or "")
+        if (
+            owner is None
+            and isinstance(base, ast.Name)
+            and base.id not in frame.env
+            and base.id not in self.module_env
+        ):
+            owner = self.classes.get(base.id)
+            receiver = Value(instance=owner.name) if owner else receiver
+        if owner is not None:
+            return self._class_method_call(owner, receiver, func, node, frame)
+        return self._method_call(func, node, frame, receiver)
 
-    def _arguments(self, node: ast.Call, frame: Frame) -> tuple[list[Value], dict[str, Value]]:
+    def _call_of_name(self, func: ast.Name, node: ast.Call, frame: Frame) -> Value:
+        """``f(...)``: a library function imported by name, a class or function of the module,
+        or a builtin (none of them where ``f`` is a variable)."""
+        name = func.id
+        if name in frame.env or name in self.module_env:
+            # A variable that shadows the import, the builtin or the definition of that name.
+            return self._unknown_call(node, frame)
+        qualified = self.imports.get(name)
+        if qualified is not None:
+            found = self._library_call(qualified, node, frame)
+            if found is not None:
+                return found
+        arguments, keywords = self._arguments(node, frame)
+        if name in self.classes:
+            return self._instance(self.classes[name], arguments, keywords, frame)
+        if name in self.functions:
+            return self._run(self.functions[name], None, arguments, keywords, None, frame.depth)[0]
+        builtin = _BUILTIN_CALLS.get(name)
+        if builtin is not None and qualified is None:
+            return builtin(self, node, frame, arguments)
+        return self._made_with_dtype(node, frame)
+
+    def _class_method_call(
+        self, owner: ClassInfo, receiver: Value, func: ast.Attribute, node: ast.Call, frame: Frame
+    ) -> Value:
+        """A method of a class of the module, run with these arguments (or, where the class has
+        no such method, what its attribute of that name is called as)."""
+        found = self._method(owner, func.attr)
+        if found is not None:
+            info, method = found
+            arguments, keywords = self._arguments(node, frame)
+            bound = None if _is_static(method) else receiver
+            return self._run(method, info, arguments, keywords, bound, frame.depth)[0]
+        if self._lookup(owner, func.attr, frame) is None:
+            return self._unknown_call(node, frame)
+        return self._method_call(func, node, frame, receiver)
+
+    def _instance(
+        self, info: ClassInfo, arguments: list[Value], keywords: dict[str, Value], frame: Frame
+    ) -> Value:
+        """``Cls(...)``: an instance, with what its ``__init__`` sets on ``self`` given these
+        arguments."""
+        instance = Value(instance=info.name)
+        found = self._method(info, "__init__")
+        if found is not None and any(v != NOTHING for v in (*arguments, *keywords.values())):
+            _, attributes = self._run(
+                found[1], found[0], arguments, keywords, instance, frame.depth
+            )
+            if attributes:
+                instance = Value(instance=info.name, keys=attributes)
+        return instance
+
+    def _arguments(self, node: ast.Call, frame: Frame) -> Arguments:
         arguments = [self._item(arg, frame) for arg in node.args]
         keywords = {kw.arg: self._value(kw.value, frame) for kw in node.keywords if kw.arg}
         for kw in node.keywords:
             if kw.arg is None:
                 self._value(kw.value, frame)
-        return arguments, keywords
+        return Arguments(arguments, keywords)
 
     def _dtype_argument(self, node: ast.Call, frame: Frame, position: int | None) -> Dtype | None:
         for keyword in node.keywords:
@@ -1233,9 +925,14 @@ class ModuleFlow:
             position is not None and len(node.args) > position
         )
 
-    def _generic_factory(self, node: ast.Call, frame: Frame) -> Value:
-        """An unknown call given ``dtype=``: storage of that dtype (``make_buffer(n,
-        dtype=torch.int64)``)."""
+    def _unknown_call(self, node: ast.Call, frame: Frame) -> Value:
+        """A call not followed: its arguments are, and it may make storage."""
+        self._arguments(node, frame)
+        return self._made_with_dtype(node, frame)
+
+    def _made_with_dtype(self, node: ast.Call, frame: Frame) -> Value:
+        """Given ``dtype=``, a call not followed is taken to make storage of that dtype
+        (``make_buffer(n, dtype=torch.int64)``)."""
         dtype = self._dtype_argument(node, frame, None)
         if dtype is None or dtype.library not in ("torch", "numpy"):
             return NOTHING
@@ -1256,114 +953,131 @@ class ModuleFlow:
         made = f"line {node.lineno}"
         if dtype is None:
             if library == "torch" and holds is Holds.ADDRESS and not typed:
-                message = (
-                    f"{_what(data)} is put in `{call}(...)` with no dtype: torch infers "
-                    "torch.int64, which overflows at 2**63"
-                )
-                self._report("inferred-int64", node, frame, message)
+                self._report("inferred-int64", node, frame, rules.inferred(data, call))
                 return Value(dtype=dtypes.library_dtype("torch", "int64"), made=made)
             if typed:
                 assert data.dtype is not None
                 return replace(
-                    data, dtype=_in_library(data.dtype, library), scalar=False, made=made
+                    data, dtype=dtypes.in_library(data.dtype, library), scalar=False, made=made
                 )
             return Value(
-                holds=holds if holds is Holds.ADDRESS else None, dtype=_UNKNOWN[library], made=made
+                holds=holds if holds is Holds.ADDRESS else None, dtype=UNKNOWN[library], made=made
             )
         if holds in (Holds.ADDRESS, Holds.BITS):
             # A typed source is cast with its bits kept; Python ints must fit as they are.
-            kept = _bits_kept(dtype)
+            kept = bits_kept(dtype)
             if kept is not None and (typed or kept is holds):
                 return Value(holds=kept, dtype=dtype, origin=origin_of(data), made=made)
             if dtype.unsafe:
-                rule, consequence = _MESSAGES[dtype.width]
-                message = f"{_what(data)} is put in `{call}(...)` as {dtype.name}: {consequence}"
-                self._report(rule, node, frame, message, dtype=dtype)
+                rule = rules.WIDTH_RULES[dtype.width][0]
+                self._report(rule, node, frame, rules.put_in(data, call, dtype), dtype=dtype)
         return Value(dtype=dtype, made=made)
 
-    def _library_call(self, name: str, node: ast.Call, frame: Frame) -> Value | None:
-        if name in _ADDRESS_SOURCES:
-            self._arguments(node, frame)
-            return Value(holds=Holds.ADDRESS, origin=self._source(node))
-        if name in _CONSTRUCTORS:
-            library = _CONSTRUCTORS[name]
-            arguments, _ = self._arguments(node, frame)
-            data = _nth(arguments, 0)
-            position = 1 if library == "numpy" else None
-            dtype = self._dtype_argument(node, frame, position)
-            if self._has_dtype(node, position) and dtype is None:
-                return NOTHING
-            return self._construct(node, data, dtype, library, frame, _short(name))
-        module, _, attribute = name.rpartition(".")
-        if module == "torch" and attribute in _TYPED_TENSORS:
-            arguments, _ = self._arguments(node, frame)
-            data = arguments[0] if len(arguments) == 1 else NOTHING
-            dtype = dtypes.library_dtype("torch", _TYPED_TENSORS[attribute])
-            return self._construct(node, data, dtype, "torch", frame, _short(name))
-        if name in _FILLED:
-            library = _FILLED[name]
-            arguments, keywords = self._arguments(node, frame)
-            fill = arguments[1] if len(arguments) > 1 else keywords.get("fill_value", NOTHING)
-            dtype = self._dtype_argument(node, frame, 2 if library == "numpy" else None)
-            if dtype is None and (library == "numpy" or self._has_dtype(node, None)):
-                return NOTHING
-            return self._construct(node, fill, dtype, library, frame, _short(name))
-        if name in _FACTORIES:
-            self._arguments(node, frame)
-            if self._has_dtype(node, None):
-                dtype = self._dtype_argument(node, frame, None)
-            else:
-                dtype = _FACTORIES[name]
-            return Value(dtype=dtype, made=f"line {node.lineno}") if dtype else NOTHING
-        if module == "numpy" and dtypes.library_dtype("numpy", attribute) is not None:
-            dtype = dtypes.library_dtype("numpy", attribute)
-            arguments, _ = self._arguments(node, frame)
-            data = _nth(arguments, 0)
-            made = self._construct(node, data, dtype, "numpy", frame, _short(name))
-            return replace(made, scalar=data.element is None and data.items is None)
-        if name == "torch.from_numpy":
-            arguments, _ = self._arguments(node, frame)
-            data = _nth(arguments, 0)
-            return replace(data, dtype=_in_library(data.dtype, "torch")) if data.dtype else NOTHING
-        if name == "numpy.copyto":
-            arguments, _ = self._arguments(node, frame)
-            if len(arguments) >= 2:
-                self._store(node, arguments[0], arguments[1], frame, node.args[0])
-            return NOTHING
-        if module == "ctypes" and dtypes.library_dtype("ctypes", attribute) is not None:
-            dtype = dtypes.library_dtype("ctypes", attribute)
-            assert dtype is not None
-            arguments, _ = self._arguments(node, frame)
-            data = _nth(arguments, 0)
-            kept = _bits_kept(dtype)
-            if carried(data) in (Holds.ADDRESS, Holds.BITS) and kept is not None:
-                # ctypes wraps a Python int into its 64 bits: c_int64(p).value is a bitcast.
-                return Value(holds=kept, dtype=dtype, origin=origin_of(data))
-            return self._construct(node, data, dtype, "ctypes", frame, _short(name))
-        if name == "array.array":
-            arguments, _ = self._arguments(node, frame)
-            code = node.args[0] if node.args else None
-            if isinstance(code, ast.Constant) and isinstance(code.value, str):
-                dtype = dtypes.array_typecode(code.value)
-                data = _nth(arguments, 1)
-                return self._construct(node, data, dtype, "array", frame, "array.array")
-            return NOTHING
-        if name in ("struct.pack", "struct.pack_into"):
-            return self._pack(node, frame, skip=1 if name == "struct.pack" else 3)
-        if name in ("struct.unpack", "struct.unpack_from"):
-            return self._unpack(node, frame)
-        if module in ("torch", "numpy", "triton", "triton.language"):
-            self._arguments(node, frame)
-            return self._generic_factory(node, frame)
-        return None
+    # Calls of libraries, by the name they are imported as, and of builtins. Each method is
+    # given the call's arguments, evaluated before it runs.
 
-    def _pack(self, node: ast.Call, frame: Frame, skip: int) -> Value:
-        arguments, _ = self._arguments(node, frame)
+    def _library_call(self, name: str, node: ast.Call, frame: Frame) -> Value | None:
+        """A call of torch, numpy, Triton, ctypes, ``array`` or ``struct``; ``None`` for a call
+        of any other module."""
+        follow = _LIBRARY_CALLS.get(name)
+        module, _, attribute = name.rpartition(".")
+        if (
+            follow is None
+            and module in _DTYPE_CALLS
+            and dtypes.library_dtype(module, attribute) is not None
+        ):
+            follow = _DTYPE_CALLS[module]
+        if follow is None and module not in STORAGE_MODULES:
+            return None
+        arguments = self._arguments(node, frame)
+        if follow is None:
+            return self._made_with_dtype(node, frame)
+        return follow(self, name, node, frame, arguments)
+
+    def _address_source(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        return Value(holds=Holds.ADDRESS, origin=self._source(node))
+
+    def _constructor(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``torch.tensor(data, dtype=...)``, ``np.array(data, dtype)``."""
+        library = CONSTRUCTORS[name]
+        position = 1 if library == "numpy" else None
+        dtype = self._dtype_argument(node, frame, position)
+        if self._has_dtype(node, position) and dtype is None:
+            return NOTHING
+        return self._construct(node, nth(given.positional, 0), dtype, library, frame, _short(name))
+
+    def _typed_tensor(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``torch.LongTensor(data)``: made from its one argument (a size where there are
+        more)."""
+        data = given.positional[0] if len(given.positional) == 1 else NOTHING
+        dtype = dtypes.library_dtype("torch", TYPED_TENSORS[name.rpartition(".")[2]])
+        return self._construct(node, data, dtype, "torch", frame, _short(name))
+
+    def _full(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``torch.full(size, fill, dtype=...)``, ``np.full(shape, fill, dtype)``."""
+        library = FILLED[name]
+        positional, keywords = given
+        fill = positional[1] if len(positional) > 1 else keywords.get("fill_value", NOTHING)
+        dtype = self._dtype_argument(node, frame, 2 if library == "numpy" else None)
+        if dtype is None and (library == "numpy" or self._has_dtype(node, None)):
+            return NOTHING
+        return self._construct(node, fill, dtype, library, frame, _short(name))
+
+    def _factory(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``torch.zeros(n, dtype=...)``: empty storage, of its default dtype where none is
+        given."""
+        if self._has_dtype(node, None):
+            dtype = self._dtype_argument(node, frame, None)
+        else:
+            dtype = FACTORIES[name]
+        return Value(dtype=dtype, made=f"line {node.lineno}") if dtype else NOTHING
+
+    def _numpy_scalar(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``np.uint64(p)``: a scalar (or, of a list, an array) of that dtype."""
+        dtype = dtypes.library_dtype("numpy", name.rpartition(".")[2])
+        data = nth(given.positional, 0)
+        made = self._construct(node, data, dtype, "numpy", frame, _short(name))
+        return replace(made, scalar=data.element is None and data.items is None)
+
+    def _ctypes_object(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        dtype = dtypes.library_dtype("ctypes", name.rpartition(".")[2])
+        assert dtype is not None
+        data = nth(given.positional, 0)
+        kept = bits_kept(dtype)
+        if carried(data) in (Holds.ADDRESS, Holds.BITS) and kept is not None:
+            # ctypes wraps a Python int into its 64 bits: c_int64(p).value is a bitcast.
+            return Value(holds=kept, dtype=dtype, origin=origin_of(data))
+        return self._construct(node, data, dtype, "ctypes", frame, _short(name))
+
+    def _from_numpy(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        data = nth(given.positional, 0)
+        if not data.dtype:
+            return NOTHING
+        return replace(data, dtype=dtypes.in_library(data.dtype, "torch"))
+
+    def _copyto(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        if len(given.positional) >= 2:
+            storage, stored = given.positional[:2]
+            self._store(node, storage, stored, frame, node.args[0])
+        return NOTHING
+
+    def _array(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``array.array(typecode, data)``."""
+        code = node.args[0] if node.args else None
+        if isinstance(code, ast.Constant) and isinstance(code.value, str):
+            dtype = dtypes.array_typecode(code.value)
+            data = nth(given.positional, 1)
+            return self._construct(node, data, dtype, "array", frame, "array.array")
+        return NOTHING
+
+    def _pack(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``struct.pack(fmt, ...)``: each value checked against its field; one address packed
+        alone gives bytes holding it."""
         fmt = node.args[0] if node.args else None
         if not (isinstance(fmt, ast.Constant) and isinstance(fmt.value, str)):
             return NOTHING
         fields = dtypes.struct_fields(fmt.value)
-        values = arguments[skip:]
+        values = given.positional[PACKING[name] :]
         if (
             fields is None
             or len(fields) != len(values)
@@ -1375,89 +1089,99 @@ class ModuleFlow:
             holds = carried(value)
             if dtype is None or holds not in (Holds.ADDRESS, Holds.BITS):
                 continue
-            if _bits_kept(dtype) is holds:
+            if bits_kept(dtype) is holds:
                 packed = holds
                 continue
             if holds is Holds.BITS and dtype.width is Width.UNSIGNED64:
                 continue
-            rule, consequence = _MESSAGES.get(dtype.width, ("", ""))
-            if rule:
-                message = (
-                    f"{_what(value)} is packed by `struct.pack` as {dtype.name}: {consequence}"
-                )
-                self._report(rule, node, frame, message, dtype=dtype)
+            if dtype.width in rules.WIDTH_RULES:
+                rule = rules.WIDTH_RULES[dtype.width][0]
+                self._report(rule, node, frame, rules.packed(value, dtype), dtype=dtype)
         if len(values) == 1 and packed is not None:
-            return Value(holds=packed, dtype=_BYTES, origin=origin_of(values[0]))
+            return Value(holds=packed, dtype=BYTES, origin=origin_of(values[0]))
         return NOTHING
 
-    def _unpack(self, node: ast.Call, frame: Frame) -> Value:
-        arguments, _ = self._arguments(node, frame)
+    def _unpack(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
         fmt = node.args[0] if node.args else None
-        data = _nth(arguments, 1)
+        data = nth(given.positional, 1)
         if not (isinstance(fmt, ast.Constant) and isinstance(fmt.value, str)):
             return NOTHING
         fields = dtypes.struct_fields(fmt.value)
-        if data.dtype != _BYTES or fields is None or len(fields) != 1 or fields[0] is None:
+        if data.dtype != BYTES or fields is None or len(fields) != 1 or fields[0] is None:
             return NOTHING
-        kept = _bits_kept(fields[0])
+        kept = bits_kept(fields[0])
         return Value(items=(Value(holds=kept, origin=data.origin),)) if kept else NOTHING
 
     def _from_bytes(self, node: ast.Call, frame: Frame) -> Value:
         arguments, _ = self._arguments(node, frame)
-        data = _nth(arguments, 0)
-        if data.dtype != _BYTES:
+        data = nth(arguments, 0)
+        if data.dtype != BYTES:
             return NOTHING
         signed = _signed_keyword(node)
         return Value(holds=Holds.BITS if signed else Holds.ADDRESS, origin=data.origin)
 
-    def _builtin_call(self, name: str, node: ast.Call, frame: Frame) -> Value | None:
-        if name in self.functions or name in self.classes or name in self.imports:
-            return None
-        if name == "int":
-            arguments, _ = self._arguments(node, frame)
-            if len(arguments) != 1:
-                return NOTHING
-            value = arguments[0]
-            return read_back(value) if value.dtype is not None else value
-        if name == "float":
-            arguments, _ = self._arguments(node, frame)
-            if arguments and carried(arguments[0]) in (Holds.ADDRESS, Holds.BITS):
-                message = (
-                    f"{_what(arguments[0])} is converted by `float()`: {_MESSAGES[Width.FLOAT][1]}"
-                )
-                self._report("float-storage", node, frame, message)
+    def _int(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        if len(arguments) != 1:
             return NOTHING
-        if name in _BUILTIN_CONTAINERS:
-            arguments, _ = self._arguments(node, frame)
-            if len(arguments) != 1:
-                return NOTHING
-            value = arguments[0]
-            element = element_of(value)
-            if value.dtype is not None:
-                element = read_back(element)
-            return list_of(element)
-        if name == "zip":
-            arguments, _ = self._arguments(node, frame)
-            parts = tuple(element_of(a) for a in arguments)
-            return (
-                Value(element=Value(items=parts)) if any(p != NOTHING for p in parts) else NOTHING
-            )
-        if name == "enumerate":
-            arguments, _ = self._arguments(node, frame)
-            element = element_of(_nth(arguments, 0))
-            return Value(element=Value(items=(NOTHING, element))) if element != NOTHING else NOTHING
-        if name in ("min", "max"):
-            arguments, _ = self._arguments(node, frame)
-            if len(arguments) == 1:
-                return element_of(arguments[0])
-            return join_all(arguments)
-        if name == "next":
-            arguments, _ = self._arguments(node, frame)
-            return element_of(_nth(arguments, 0))
-        if name in _OPAQUE_BUILTINS:
+        value = arguments[0]
+        return read_back(value) if value.dtype is not None else value
+
+    def _float(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        if arguments and carried(arguments[0]) in (Holds.ADDRESS, Holds.BITS):
+            message = rules.converted(arguments[0], "float()", Width.FLOAT)
+            self._report("float-storage", node, frame, message)
+        return NOTHING
+
+    def _container(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        """``list(x)``, ``sorted(x)``: the elements of ``x`` (of typed storage, as ints)."""
+        if len(arguments) != 1:
+            return NOTHING
+        value = arguments[0]
+        element = element_of(value)
+        if value.dtype is not None:
+            element = read_back(element)
+        return list_of(element)
+
+    def _zip(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        parts = tuple(element_of(a) for a in arguments)
+        return Value(element=Value(items=parts)) if any(p != NOTHING for p in parts) else NOTHING
+
+    def _enumerate(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        element = element_of(nth(arguments, 0))
+        return Value(element=Value(items=(NOTHING, element))) if element != NOTHING else NOTHING
+
+    def _extreme(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        """``min``, ``max``: one of the arguments, or one element of the only one."""
+        if len(arguments) == 1:
+            return element_of(arguments[0])
+        return join_all(arguments)
+
+    def _next(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        return element_of(nth(arguments, 0))
+
+    def _opaque(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        return NOTHING
+
+    # Calls of methods, by the method's name.
+
+    def _method_call(
+        self, func: ast.Attribute, node: ast.Call, frame: Frame, receiver: Value
+    ) -> Value:
+        """``x.method(...)`` where ``x`` is no instance of a class of the module."""
+        method = func.attr
+        dtype = receiver.dtype
+        if dtype is None and method in _PLAIN_METHODS:
+            return _PLAIN_METHODS[method](self, func, node, frame, receiver)
+        if receiver.element is not None or receiver.items is not None:
+            return self._container_method(func, node, frame, receiver)
+        if dtype is None and method in CONVERTING:
+            # Of a tensor or an array not followed here (a parameter): the dtype it is given.
+            return self._conversion(func, node, frame, receiver)
+        follow = _STORAGE_METHODS.get(method)
+        if follow is None or dtype is None or dtype.library not in ("torch", "numpy"):
             self._arguments(node, frame)
             return NOTHING
-        return None
+        return follow(self, func, node, frame, receiver)
 
     def _grow(self, func: ast.Attribute, node: ast.Call, frame: Frame, current: Value) -> Value:
         """``ptrs.append(p)`` (or ``extend``, ``insert``, ``add``): the list now holds ``p``."""
@@ -1476,102 +1200,97 @@ class ModuleFlow:
             self._bind(func.value, grown, frame, frame.statement)
         return NOTHING
 
-    def _method_call(
-        self, func: ast.Attribute, node: ast.Call, frame: Frame, receiver: Value
-    ) -> Value:
-        method = func.attr
-        if method in ("append", "extend", "insert", "add") and receiver.dtype is None:
-            return self._grow(func, node, frame, receiver)
-        if (
-            method == "to_bytes"
-            and receiver.dtype is None
-            and receiver.holds in (Holds.ADDRESS, Holds.BITS)
-        ):
-            self._arguments(node, frame)
-            signed = _signed_keyword(node)
-            if receiver.holds is Holds.ADDRESS and signed:
-                message = (
-                    f"{_what(receiver)} is converted by `to_bytes(..., signed=True)`: values at "
-                    "or above 2**63 overflow"
-                )
-                self._report("signed-storage", node, frame, message)
-                return NOTHING
-            return Value(holds=receiver.holds, dtype=_BYTES, origin=receiver.origin)
-        if receiver.element is not None or receiver.items is not None:
-            self._arguments(node, frame)
-            if method == "copy":
-                return receiver
-            if method == "pop":
-                return element_of(receiver)
+    def _to_bytes(self, func: ast.Attribute, node: ast.Call, frame: Frame, number: Value) -> Value:
+        """``p.to_bytes(8, ...)``: bytes holding the address, unless they are signed."""
+        self._arguments(node, frame)
+        if number.holds not in (Holds.ADDRESS, Holds.BITS):
             return NOTHING
-        dtype = receiver.dtype
-        if dtype is None and method in _CONVERTING:
-            # Of a tensor or an array not followed here (a parameter): the dtype it is given.
-            target = self._dtype_argument(node, frame, 0)
-            self._arguments(node, frame)
+        if number.holds is Holds.ADDRESS and _signed_keyword(node):
+            message = rules.converted(number, "to_bytes(..., signed=True)", Width.SIGNED64)
+            self._report("signed-storage", node, frame, message)
+            return NOTHING
+        return Value(holds=number.holds, dtype=BYTES, origin=number.origin)
+
+    def _container_method(
+        self, func: ast.Attribute, node: ast.Call, frame: Frame, container: Value
+    ) -> Value:
+        self._arguments(node, frame)
+        if func.attr == "copy":
+            return container
+        if func.attr == "pop":
+            return element_of(container)
+        return NOTHING
+
+    def _storing(self, func: ast.Attribute, node: ast.Call, frame: Frame, storage: Value) -> Value:
+        """``t.fill_(p)``, ``t.copy_(src)``: the last argument written into the storage."""
+        arguments, _ = self._arguments(node, frame)
+        if arguments:
+            self._store(node, storage, arguments[-1], frame, func.value)
+        return storage
+
+    def _conversion(
+        self, func: ast.Attribute, node: ast.Call, frame: Frame, source: Value
+    ) -> Value:
+        """``.view(dtype)``, ``.to(dtype)``, ``.astype(dtype)``, ``.type(dtype)``."""
+        target = self._dtype_argument(node, frame, 0)
+        self._arguments(node, frame)
+        if source.dtype is None:
             if target is None or target.library not in ("torch", "numpy"):
                 return NOTHING
             return Value(dtype=target, made=f"line {node.lineno}")
-        if dtype is None or dtype.library not in ("torch", "numpy"):
-            self._arguments(node, frame)
-            return NOTHING
-        if method in _STORING:
-            arguments, _ = self._arguments(node, frame)
-            if arguments:
-                stored = arguments[-1]
-                self._store(node, receiver, stored, frame, func.value)
-            return receiver
-        if method in _CONVERTING:
-            target = self._dtype_argument(node, frame, 0)
-            arguments, _ = self._arguments(node, frame)
-            if target is None:
-                if self._has_dtype(node, None):
-                    return NOTHING
-                return receiver
-            return self._convert(node, receiver, target, frame, method)
-        if method == "numpy":
-            self._arguments(node, frame)
-            viewed = receiver.viewed or ("torch" if dtype.library == "torch" else "")
-            return replace(receiver, dtype=_in_library(dtype, "numpy"), viewed=viewed)
-        if method == "tolist":
-            self._arguments(node, frame)
-            element = read_back(replace(receiver, scalar=True))
-            return list_of(element)
-        if method == "item":
-            self._arguments(node, frame)
-            return read_back(receiver)
-        if method in _SAME_STORAGE:
-            self._arguments(node, frame)
-            return receiver
+        if target is None:
+            return NOTHING if self._has_dtype(node, None) else source
+        return self._convert(node, source, target, frame, func.attr)
+
+    def _numpy_view(
+        self, func: ast.Attribute, node: ast.Call, frame: Frame, tensor: Value
+    ) -> Value:
+        """``t.numpy()``: the same storage, as an array (which remembers that it views a
+        tensor)."""
         self._arguments(node, frame)
-        return NOTHING
+        assert tensor.dtype is not None
+        viewed = tensor.viewed or ("torch" if tensor.dtype.library == "torch" else "")
+        return replace(tensor, dtype=dtypes.in_library(tensor.dtype, "numpy"), viewed=viewed)
+
+    def _tolist(self, func: ast.Attribute, node: ast.Call, frame: Frame, storage: Value) -> Value:
+        self._arguments(node, frame)
+        return list_of(read_back(replace(storage, scalar=True)))
+
+    def _item_of(self, func: ast.Attribute, node: ast.Call, frame: Frame, storage: Value) -> Value:
+        self._arguments(node, frame)
+        return read_back(storage)
+
+    def _same_storage(
+        self, func: ast.Attribute, node: ast.Call, frame: Frame, storage: Value
+    ) -> Value:
+        self._arguments(node, frame)
+        return storage
 
     def _convert(
         self, node: ast.Call, source: Value, target: Dtype, frame: Frame, how: str
     ) -> Value:
         """``.view(dtype)`` / ``.to(dtype)`` / ``.astype(dtype)`` of typed storage."""
         library = source.dtype.library if source.dtype else target.library
-        target = _in_library(target, library) or target
+        target = dtypes.in_library(target, library) or target
         made = f"line {node.lineno}"
         holds = source.holds
         if holds in (Holds.ADDRESS, Holds.BITS):
-            kept = _bits_kept(target)
+            kept = bits_kept(target)
             if kept is not None:
                 return Value(
                     holds=kept, dtype=target, scalar=source.scalar, origin=source.origin, made=made
                 )
             if target.unsafe and how != "view":
-                rule, consequence = _MESSAGES[target.width]
-                message = f"{_what(source)} is converted by `.{how}({target.name})`: {consequence}"
+                rule = rules.WIDTH_RULES[target.width][0]
+                message = rules.converted(source, f".{how}({target.name})", target.width)
                 self._report(rule, node, frame, message, dtype=target)
         return Value(dtype=target, scalar=source.scalar, made=made)
 
-    def _launch(self, node: ast.Call, frame: Frame) -> Value:
+    def _launch(self, func: ast.Subscript, node: ast.Call, frame: Frame) -> Value:
         """``kernel[grid](...)``: plain int addresses passed, for the kernel to be looked up
         once every file's kernels are known."""
-        assert isinstance(node.func, ast.Subscript)
-        kernel = node.func.value
-        self._value(node.func.slice, frame)
+        kernel = func.value
+        self._value(func.slice, frame)
         name = (
             kernel.id
             if isinstance(kernel, ast.Name)
@@ -1649,8 +1368,116 @@ class ModuleFlow:
         """The function's statements; a helper written as ``if x >= 2**63: x -= 2**64`` then
         ``return x`` (or with two returns) is read as the one conditional expression it is."""
         if function not in self._helpers:
-            self._helpers[function] = _as_expression(function) or function.body
+            self._helpers[function] = reinterpret.as_expression(function) or function.body
         return self._helpers[function]
+
+
+# What ModuleFlow dispatches by: the method for each kind of node, for each call of a library or
+# a builtin by its name, for each method by its name. The tables hold the functions, not methods
+# bound to one ModuleFlow: those would tie each analysis into a reference cycle, its tree kept
+# alive until the cyclic collector runs.
+
+LibraryCall = Callable[[ModuleFlow, str, ast.Call, Frame, Arguments], Value]
+"""A method following a call of a library: its qualified name, the call, its arguments."""
+MethodCall = Callable[[ModuleFlow, ast.Attribute, ast.Call, Frame, Value], Value]
+"""A method following a call of a method: ``x.method``, the call, what ``x`` is."""
+
+_EXECUTORS: dict[type[ast.stmt], Callable[[ModuleFlow, Any, Frame], None]] = {
+    ast.Assign: ModuleFlow._assign,
+    ast.AnnAssign: ModuleFlow._annotated_assign,
+    ast.AugAssign: ModuleFlow._augmented_assign,
+    ast.Expr: ModuleFlow._expression_statement,
+    ast.Return: ModuleFlow._return,
+    ast.If: ModuleFlow._if,
+    ast.For: ModuleFlow._for,
+    ast.AsyncFor: ModuleFlow._for,
+    ast.While: ModuleFlow._while,
+    ast.With: ModuleFlow._with,
+    ast.AsyncWith: ModuleFlow._with,
+    ast.Try: ModuleFlow._try,
+    ast.TryStar: ModuleFlow._try,
+    ast.Assert: ModuleFlow._assert,
+    ast.Match: ModuleFlow._match,
+}
+"""The method that runs each kind of statement; the kinds not here (imports, ``pass``,
+definitions, which :meth:`ModuleFlow._collect_definitions` reads) change nothing followed."""
+
+_EVALUATORS: dict[type[ast.expr], Callable[[ModuleFlow, Any, Frame], Value]] = {
+    ast.Name: ModuleFlow._name,
+    ast.Attribute: ModuleFlow._attribute,
+    ast.Subscript: ModuleFlow._subscript,
+    ast.Call: ModuleFlow._call_expression,
+    ast.BinOp: ModuleFlow._arithmetic,
+    ast.UnaryOp: ModuleFlow._arithmetic,
+    ast.IfExp: ModuleFlow._arithmetic,
+    ast.BoolOp: ModuleFlow._arithmetic,
+    ast.Compare: ModuleFlow._compare,
+    ast.Tuple: ModuleFlow._tuple,
+    ast.List: ModuleFlow._list,
+    ast.Set: ModuleFlow._list,
+    ast.Dict: ModuleFlow._dict,
+    ast.ListComp: ModuleFlow._comprehension,
+    ast.SetComp: ModuleFlow._comprehension,
+    ast.GeneratorExp: ModuleFlow._comprehension,
+    ast.DictComp: ModuleFlow._comprehension,
+    ast.NamedExpr: ModuleFlow._named,
+    ast.Starred: ModuleFlow._inner,
+    ast.Await: ModuleFlow._inner,
+    ast.JoinedStr: ModuleFlow._joined_string,
+    ast.FormattedValue: ModuleFlow._formatted,
+}
+"""The method that evaluates each kind of expression; the kinds not here (constants, lambdas,
+slices) are nothing followed."""
+
+_LIBRARY_CALLS: dict[str, LibraryCall] = {
+    **dict.fromkeys(ADDRESS_SOURCES, ModuleFlow._address_source),
+    **dict.fromkeys(CONSTRUCTORS, ModuleFlow._constructor),
+    **dict.fromkeys((f"torch.{name}" for name in TYPED_TENSORS), ModuleFlow._typed_tensor),
+    **dict.fromkeys(FILLED, ModuleFlow._full),
+    **dict.fromkeys(FACTORIES, ModuleFlow._factory),
+    "torch.from_numpy": ModuleFlow._from_numpy,
+    "numpy.copyto": ModuleFlow._copyto,
+    "array.array": ModuleFlow._array,
+    **dict.fromkeys(PACKING, ModuleFlow._pack),
+    **dict.fromkeys(UNPACKING, ModuleFlow._unpack),
+}
+"""The method that follows each known function of a library, by its qualified name."""
+
+_DTYPE_CALLS: dict[str, LibraryCall] = {
+    "numpy": ModuleFlow._numpy_scalar,
+    "ctypes": ModuleFlow._ctypes_object,
+}
+"""What calling a dtype of each library makes of its argument (``np.uint64(p)``)."""
+
+_BUILTIN_CALLS: dict[str, Callable[[ModuleFlow, ast.Call, Frame, list[Value]], Value]] = {
+    "int": ModuleFlow._int,
+    "float": ModuleFlow._float,
+    **dict.fromkeys(BUILTIN_CONTAINERS, ModuleFlow._container),
+    "zip": ModuleFlow._zip,
+    "enumerate": ModuleFlow._enumerate,
+    "min": ModuleFlow._extreme,
+    "max": ModuleFlow._extreme,
+    "next": ModuleFlow._next,
+    **dict.fromkeys(OPAQUE_BUILTINS, ModuleFlow._opaque),
+}
+"""The method that follows each builtin (where no definition or import of the module takes its
+name)."""
+
+_PLAIN_METHODS: dict[str, MethodCall] = {
+    **dict.fromkeys(GROWING, ModuleFlow._grow),
+    "to_bytes": ModuleFlow._to_bytes,
+}
+"""The method that follows each method of what is not typed storage (a list, an int)."""
+
+_STORAGE_METHODS: dict[str, MethodCall] = {
+    **dict.fromkeys(STORING, ModuleFlow._storing),
+    **dict.fromkeys(CONVERTING, ModuleFlow._conversion),
+    "numpy": ModuleFlow._numpy_view,
+    "tolist": ModuleFlow._tolist,
+    "item": ModuleFlow._item_of,
+    **dict.fromkeys(SAME_STORAGE, ModuleFlow._same_storage),
+}
+"""The method that follows each method of a tensor or an array."""
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -1668,24 +1495,18 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _statements(case.body)
 
 
-_UNKNOWN = {
-    library: Dtype(f"{library} inferred dtype", "", library)
-    for library in ("torch", "numpy", "array", "ctypes", "struct")
-}
-
-
 def _made(node: ast.expr) -> ast.expr:
     """The storage itself, without the views and slices it is reached through:
     ``self.src_ptrs`` of ``self.src_ptrs.np[:n]``."""
     while True:
         if isinstance(node, ast.Subscript) or (
-            isinstance(node, ast.Attribute) and node.attr in _VIEW_ATTRIBUTES
+            isinstance(node, ast.Attribute) and node.attr in VIEW_ATTRIBUTES
         ):
             node = node.value
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _VIEWING_CALLS
+            and node.func.attr in VIEWING_CALLS
         ):
             node = node.func.value
         else:
@@ -1696,30 +1517,6 @@ def _is_static(function: Function) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list)
 
 
-def _joined(maps: list[dict[str, Value]]) -> dict[str, Value]:
-    """The names of several paths joined: each known on one path is joined with the others."""
-    joined: dict[str, Value] = {}
-    for names in maps:
-        for name, value in names.items():
-            joined[name] = join(joined[name], value) if name in joined else value
-    return joined
-
-
-def _bits_kept(dtype: Dtype) -> Holds | None:
-    """What a typed cast of an address's 64 bits to ``dtype`` holds: its int64 bits, the address
-    itself, or (narrower, float) neither."""
-    if dtype.width is Width.SIGNED64:
-        return Holds.BITS
-    if dtype.width is Width.UNSIGNED64:
-        return Holds.ADDRESS
-    return None
-
-
-def _nth(values: Sequence[Value], index: int) -> Value:
-    """The value of the ``index``-th argument, where it is given."""
-    return values[index] if len(values) > index else NOTHING
-
-
 def _signed_keyword(node: ast.Call) -> bool:
     """Whether the call says ``signed=True`` (``int.from_bytes``, ``int.to_bytes``)."""
     return any(
@@ -1728,69 +1525,5 @@ def _signed_keyword(node: ast.Call) -> bool:
     )
 
 
-def _in_library(dtype: Dtype | None, library: str) -> Dtype | None:
-    """The same dtype, seen from ``library`` (a torch tensor's ``.numpy()``)."""
-    if dtype is None or dtype.library == library or library not in ("torch", "numpy"):
-        return dtype
-    if dtype.library not in ("torch", "numpy"):
-        return dtype
-    return dtypes.library_dtype(library, dtype.kind) or replace(dtype, library=library)
-
-
 def _short(name: str) -> str:
     return name.replace("numpy.", "np.")
-
-
-def _as_expression(function: Function) -> list[ast.stmt] | None:
-    body = function.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    parameters = function.args.posonlyargs + function.args.args
-    if not body or not isinstance(body[0], ast.If) or len(parameters) != 1:
-        return None
-    branch = body[0]
-    test = branch.test
-    if len(branch.body) != 1:
-        return None
-    inner = branch.body[0]
-    if isinstance(inner, ast.Return) and inner.value is not None:
-        if len(body) == 1 and len(branch.orelse) == 1:
-            otherwise = branch.orelse[0]
-        elif len(body) == 2 and not branch.orelse:
-            otherwise = body[1]
-        else:
-            return None
-        if not (isinstance(otherwise, ast.Return) and otherwise.value is not None):
-            return None
-        expression = ast.IfExp(test=test, body=inner.value, orelse=otherwise.value)
-        ast.copy_location(expression, inner.value)
-        return [ast.copy_location(ast.Return(value=expression), branch)]
-    if len(body) != 2 or branch.orelse or not isinstance(body[1], ast.Return):
-        return None
-    returned = body[1].value
-    if not isinstance(returned, ast.Name):
-        return None
-    name = returned.id
-    if (
-        isinstance(inner, ast.AugAssign)
-        and isinstance(inner.target, ast.Name)
-        and inner.target.id == name
-    ):
-        changed: ast.expr = ast.BinOp(
-            left=ast.Name(id=name, ctx=ast.Load()), op=inner.op, right=inner.value
-        )
-    elif (
-        isinstance(inner, ast.Assign)
-        and len(inner.targets) == 1
-        and isinstance(inner.targets[0], ast.Name)
-        and inner.targets[0].id == name
-    ):
-        changed = inner.value
-    else:
-        return None
-    ast.copy_location(changed, inner)
-    ast.fix_missing_locations(changed)
-    expression = ast.IfExp(test=test, body=changed, orelse=ast.Name(id=name, ctx=ast.Load()))
-    ast.copy_location(expression, inner)
-    ast.fix_missing_locations(expression)
-    return [ast.copy_location(ast.Return(value=expression), branch)]

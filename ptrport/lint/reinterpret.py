@@ -4,6 +4,10 @@ The expression is evaluated on plain Python ints at the boundary values (``2**63
 ``2**63``, ``2**64 - 1`` and addresses seen on real devices) and compared with the two readings
 of the same 64 bits: the unsigned address and its two's-complement int64. Only integer
 arithmetic is evaluated; nothing is ever read through an address.
+
+The expression's operands are what :func:`operands` finds in it; a helper function written as
+an ``if`` that changes its one parameter is read as the expression it returns
+(:func:`as_expression`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import ast
 import enum
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from ptrport.addresses import (
     ADDRESS_CLASSES,
@@ -218,3 +222,90 @@ def evaluate_constant(node: ast.expr, constants: Mapping[str, int]) -> int | Non
         return _Evaluator(lambda _: False, constants).value(node, 0)
     except (_Unsupported, ArithmeticError, RecursionError):
         return None
+
+
+def operands(node: ast.expr, constants: Mapping[str, int]) -> Iterator[ast.expr]:
+    """The operands of an integer expression: what is not arithmetic or a constant."""
+    if isinstance(node, ast.BinOp):
+        yield from operands(node.left, constants)
+        yield from operands(node.right, constants)
+    elif isinstance(node, ast.UnaryOp):
+        yield from operands(node.operand, constants)
+    elif isinstance(node, ast.IfExp):
+        for part in (node.test, node.body, node.orelse):
+            yield from operands(part, constants)
+    elif isinstance(node, ast.BoolOp):
+        for part in node.values:
+            yield from operands(part, constants)
+    elif isinstance(node, ast.Compare):
+        for part in (node.left, *node.comparators):
+            yield from operands(part, constants)
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("min", "max", "abs", "int")
+    ):
+        for part in node.args:
+            yield from operands(part, constants)
+    elif isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id in constants):
+        return
+    else:
+        yield node
+
+
+def as_expression(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt] | None:
+    """A function of one parameter written as ``if x >= 2**63: x -= 2**64`` then ``return x``
+    (or with two returns): its body as the one ``return`` of a conditional expression, which
+    :func:`classify` can read; ``None`` for any other body."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    parameters = function.args.posonlyargs + function.args.args
+    if not body or not isinstance(body[0], ast.If) or len(parameters) != 1:
+        return None
+    branch = body[0]
+    test = branch.test
+    if len(branch.body) != 1:
+        return None
+    inner = branch.body[0]
+    if isinstance(inner, ast.Return) and inner.value is not None:
+        if len(body) == 1 and len(branch.orelse) == 1:
+            otherwise = branch.orelse[0]
+        elif len(body) == 2 and not branch.orelse:
+            otherwise = body[1]
+        else:
+            return None
+        if not (isinstance(otherwise, ast.Return) and otherwise.value is not None):
+            return None
+        expression = ast.IfExp(test=test, body=inner.value, orelse=otherwise.value)
+        ast.copy_location(expression, inner.value)
+        return [ast.copy_location(ast.Return(value=expression), branch)]
+    if len(body) != 2 or branch.orelse or not isinstance(body[1], ast.Return):
+        return None
+    returned = body[1].value
+    if not isinstance(returned, ast.Name):
+        return None
+    name = returned.id
+    if (
+        isinstance(inner, ast.AugAssign)
+        and isinstance(inner.target, ast.Name)
+        and inner.target.id == name
+    ):
+        changed: ast.expr = ast.BinOp(
+            left=ast.Name(id=name, ctx=ast.Load()), op=inner.op, right=inner.value
+        )
+    elif (
+        isinstance(inner, ast.Assign)
+        and len(inner.targets) == 1
+        and isinstance(inner.targets[0], ast.Name)
+        and inner.targets[0].id == name
+    ):
+        changed = inner.value
+    else:
+        return None
+    ast.copy_location(changed, inner)
+    ast.fix_missing_locations(changed)
+    expression = ast.IfExp(test=test, body=changed, orelse=ast.Name(id=name, ctx=ast.Load()))
+    ast.copy_location(expression, inner)
+    ast.fix_missing_locations(expression)
+    return [ast.copy_location(ast.Return(value=expression), branch)]
