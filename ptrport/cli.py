@@ -110,7 +110,12 @@ def _subjects(args: argparse.Namespace) -> int:
             shows = (
                 f"; shows with {controls.exposing(subject)}" if controls.exposing(subject) else ""
             )
-            control = f"  [control{how}; must fail in {where}{also}{shows}]"
+            placed = (
+                "; only where allocations are placed (cpu-placed)"
+                if isinstance(subject, controls.PlacedOnly)
+                else ""
+            )
+            control = f"  [control{how}; must fail in {where}{placed}{also}{shows}]"
         print(f"{subject.name:<{width}}  {subject.description}{control}")
     return 0
 

@@ -22,6 +22,7 @@ import pytest
 from ptrport.run.names import (
     CHECK_ATTRIBUTE,
     MARKER,
+    REAL_MEMORY,
     REPORT_DIR_ENV,
     REPORT_DIR_OPTION,
     RESULT_ATTRIBUTE,
@@ -130,7 +131,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", f"{MARKER}: a ptrport scenario, parametrized over backends and subjects"
+        "markers",
+        f"{MARKER}({REAL_MEMORY}=False): a ptrport scenario, parametrized over backends and "
+        f"subjects ({REAL_MEMORY}: its checks copy real allocations, so it runs where they are "
+        "placed too)",
     )
     config.stash[_SESSION] = None
     if _asked(config):

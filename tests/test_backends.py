@@ -34,8 +34,8 @@ from ptrport.errors import UnknownName
 CPU = CpuBackend()
 CPU_USM = CpuUsmBackend()
 CPU_TBI = CpuTbiBackend()
-BUILTIN_NAMES = ["cpu", "cpu-usm", "cpu-tbi", "cuda", "rocm", "xpu", "mps"]
-KNOWN_CHOICES = "cpu, cpu-usm, cpu-tbi, cuda, rocm, xpu, mps, all, available"
+BUILTIN_NAMES = ["cpu", "cpu-usm", "cpu-tbi", "cpu-placed", "cuda", "rocm", "xpu", "mps"]
+KNOWN_CHOICES = "cpu, cpu-usm, cpu-tbi, cpu-placed, cuda, rocm, xpu, mps, all, available"
 TORCH = f"torch {torch.__version__}"
 CPU_ONLY_TORCH = (
     torch.version.cuda is None

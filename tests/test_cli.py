@@ -15,12 +15,13 @@ def test_backends_lists_each_backend_with_why_it_is_missing(
 ) -> None:
     assert main(["backends"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    names = ["cpu", "cpu-usm", "cpu-tbi", "cuda", "rocm", "xpu", "mps"]
+    names = ["cpu", "cpu-usm", "cpu-tbi", "cpu-placed", "cuda", "rocm", "xpu", "mps"]
     assert [line.split()[0] for line in lines] == names
-    assert [line.split()[1] for line in lines[:3]] == ["available"] * 3
+    assert [line.split()[1] for line in lines[:4]] == ["available"] * 4
     assert "simulates" not in lines[0]
     assert all("; simulates an upper-half device: CPU memory presented" in x for x in lines[1:3])
-    assert f"unavailable  torch {torch.__version__} has no XPU support" in lines[5]
+    assert "; simulates placed memory: CPU memory placed where each check's" in lines[3]
+    assert f"unavailable  torch {torch.__version__} has no XPU support" in lines[6]
 
 
 def test_backends_require_exits_1_naming_the_missing_backend(
@@ -48,7 +49,7 @@ def test_subjects_lists_the_builtin_ones_then_the_catalogue_marking_the_controls
 ) -> None:
     assert main(["subjects"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 9 + 11
+    assert len(lines) == 9 + 13
     by_default = [line for line in lines if "[control; must" in line]
     assert [line.split()[0] for line in by_default] == [
         "int64/triton",
@@ -57,7 +58,9 @@ def test_subjects_lists_the_builtin_ones_then_the_catalogue_marking_the_controls
     ]
     assert all("; in the upper half also in batch_copy;" in line for line in by_default)
     catalogue = [line.split()[0] for line in lines if "[control; run with --controls" in line]
-    assert len(catalogue) == 11 and catalogue[0] == "float64"
+    assert len(catalogue) == 13 and catalogue[0] == "float64"
+    placed = [line.split()[0] for line in lines if "only where allocations are placed" in line]
+    assert placed == ["end-mask-wrap", "signed-bounds"]
     (forty_eight,) = [line for line in lines if line.startswith("48-bit-address ")]
     assert (
         "shows with a real entry at an upper-half address (cpu-usm, cpu-tbi, xpu)]" in forty_eight

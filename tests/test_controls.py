@@ -64,6 +64,8 @@ def test_the_catalogue_holds_the_int64_controls_and_every_known_mistake() -> Non
         "transfer-n-plus-one",
         "fixed-block-copy",
         "48-bit-address",
+        "end-mask-wrap",
+        "signed-bounds",
     }
 
 

@@ -413,3 +413,16 @@ def test_triton_without_a_gpu_driver_gives_a_one_line_reason_for_cuda() -> None:
     reason = ENGINES["triton"].unavailable_reason(CudaBackend())
     assert reason
     assert "\n" not in reason
+
+
+def test_a_copy_of_a_synthetic_entry_is_caught_and_a_real_one_sharing_its_address_is_not() -> None:
+    src = allocate(CPU, numel=8)
+    dst = allocate(CPU, numel=8)
+    real = Entry(src.address, dst.address, 8, src, dst)
+    synthetic = Entry(src.address, 2**63, 0)
+    batch = Batch((real, synthetic))
+    ok = AdmittedCopy(src.address, dst.address, 8, src, 0, dst, 0)
+    verify.assert_only_real_dereferenced([ok], batch)
+    stray = AdmittedCopy(src.address, 2**63, 8, src, 0, dst, 0)
+    with pytest.raises(AssertionError, match="synthetic address dereferenced"):
+        verify.assert_only_real_dereferenced([stray], batch)

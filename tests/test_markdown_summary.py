@@ -33,7 +33,7 @@ PLAIN = [
     "NotImplementedError: 'copy_' not implemented for 'UInt64'",
     "1.5 GB/s (x0.93 of Tensor.copy_)",
     "not available: torch 2.13.0+cpu has no XPU support",
-    "simulated upper half",
+    "simulated: an upper-half device",
     "a ~ b",
     "C:\\Users\\lab",
     "#123",

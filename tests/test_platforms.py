@@ -24,7 +24,7 @@ GPU_KINDS = ["cuda", "rocm", "xpu", "mps"]
 def test_the_kinds_are_the_cpu_ones_then_the_gpu_ones() -> None:
     assert list(KINDS) == ["cpu", "cpu-latest", "ipex", *GPU_KINDS]
     assert [k.name for k in KINDS.values() if k.gpu] == GPU_KINDS
-    assert {k.backend for k in KINDS.values() if not k.gpu} == {"cpu,cpu-usm,cpu-tbi"}
+    assert {k.backend for k in KINDS.values() if not k.gpu} == {"cpu,cpu-usm,cpu-tbi,cpu-placed"}
 
 
 def test_tox_has_one_environment_per_kind_in_one_factored_section() -> None:
@@ -78,7 +78,7 @@ def test_the_run_command_names_the_backend_and_the_kind_as_platform(
     assert command[1:] == [
         "-m",
         "pytest",
-        "--backend=cpu,cpu-usm,cpu-tbi",
+        "--backend=cpu,cpu-usm,cpu-tbi,cpu-placed",
         "--platform-name=cpu-latest",
         "-k",
         "round_trip",
@@ -98,7 +98,7 @@ def test_the_bench_command_adds_to_the_same_report_unless_turned_off(
         "-m",
         "ptrport.cli",
         "bench",
-        "--backend=cpu,cpu-usm,cpu-tbi",
+        "--backend=cpu,cpu-usm,cpu-tbi,cpu-placed",
         "--platform-name=lab-7",
     ]
     # The report the scenarios write, where pytest's --report-dir puts it.
@@ -130,7 +130,7 @@ def test_run_writes_the_scenarios_and_then_the_benchmarks_into_one_report_even_a
     assert scenarios == {"uint64_operations"}
     assert report["complete"] is True
     benched = report["benchmarks"]["measurements"]
-    assert {m["backend"] for m in benched} == {"cpu", "cpu-usm", "cpu-tbi"}
+    assert {m["backend"] for m in benched} == {"cpu", "cpu-usm", "cpu-tbi", "cpu-placed"}
     assert {"staging.numpy", "transfer", "execute.torch"} <= {m["name"] for m in benched}
     assert report["benchmarks"]["quick"] is True
 

@@ -72,7 +72,7 @@ class TestBackendOption:
         result.stderr.fnmatch_lines(
             [
                 "*--backend: unknown backend 'bogus'; known: cpu, cpu-usm, cpu-tbi, "
-                "cuda, rocm, xpu, mps*"
+                "cpu-placed, cuda, rocm, xpu, mps*"
             ]
         )
 

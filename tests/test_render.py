@@ -357,6 +357,6 @@ class TestJsonAndFiles:
 def test_a_simulated_column_says_so_under_its_name(tmp_path: Path) -> None:
     matrix = build_matrix([upper_half_report(tmp_path)])
     text = to_markdown(matrix)
-    assert "cpu-usm<br>simulated upper half" in text
-    assert text.count("simulated upper half") == 1
-    assert "simulated upper half" in to_html(matrix)
+    assert "cpu-usm<br>simulated: an upper-half device" in text
+    assert text.count("simulated: ") == 1
+    assert "simulated: an upper-half device" in to_html(matrix)

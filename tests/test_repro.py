@@ -14,7 +14,7 @@ import torch
 from ptrport.check.batches import Batch, Entry
 from ptrport.check.replay import ReplayData, rebuild
 from ptrport.device.allocations import allocate
-from ptrport.device.backends import CpuBackend, CpuUsmBackend
+from ptrport.device.backends import CpuBackend, CpuPlacedBackend, CpuUsmBackend
 from ptrport.report.platform_report import PlatformReport
 from ptrport.report.records import Outcome, Result, describe_example
 from ptrport.report.repro import ReproError, script, select, write_scripts
@@ -205,3 +205,32 @@ def test_text_from_the_report_cannot_break_out_of_the_scripts_comments(tmp_path:
     path.write_text(script(hostile, _report()))
     done = _run(path)
     assert done.returncode == 1, done.stdout + done.stderr
+
+
+def test_a_repro_on_cpu_placed_places_the_allocations_where_the_report_says(
+    tmp_path: Path,
+) -> None:
+    placed = CpuPlacedBackend()
+    with placed.running():
+        src = allocate(placed, numel=32, at=2**63 - 16, placed="across 2**63", fill_seed=1)
+        dst = allocate(placed, numel=32, at=2**63 + 4096, placed="across 2**63", fill_seed=2)
+        batch = Batch((Entry(2**63, dst.address, 8, src, dst),))
+        example = describe_example({"batch": batch})
+    result = dataclasses.replace(
+        _result(
+            "signed-bounds",
+            example,
+            body="ptrport.check.checks:real_entries_are_copied_exactly",
+            check="batch_copy::test_real_entries_are_copied_exactly",
+        ),
+        backend="cpu-placed",
+        message="AssertionError: entry 0",
+    )
+    path = tmp_path / "repro.py"
+    path.write_text(script(result, _report()))
+    done = _run(path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    rebuilt = done.stdout.split("as rebuilt here", 1)[1]
+    assert "'address': '0x7ffffffffffffff0'" in rebuilt
+    assert "'placed': 'across 2**63'" in rebuilt
+    assert "FAILED: AssertionError" in done.stdout

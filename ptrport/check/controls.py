@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ptrport.addresses import to_unsigned
+from ptrport.addresses import ADDRESS_LIMIT, to_signed, to_unsigned
 from ptrport.check.batches import Batch
 from ptrport.check.engines import AdmittedCopy, TorchEngine, TritonEngine, admit
 from ptrport.check.subjects import Subject, TableSubject, builtin_subjects
@@ -35,6 +35,10 @@ COPY = "batch_copy"
 SORT = f"{ARITHMETIC}::test_entries_sort_by_unsigned_address"
 RANGE = f"{ARITHMETIC}::test_range_checks_compare_unsigned"
 SHIFT = f"{ARITHMETIC}::test_high_bits_shift_in_zeros"
+
+REAL_MEMORY_SCENARIOS = frozenset({COPY, MIXED})
+"""The scenarios marked ``real_memory``: the only ones a backend that places allocations
+runs."""
 
 FIXED_BLOCK = 64
 """Bytes the fixed-block control copies per entry, whatever the entry's size."""
@@ -214,6 +218,52 @@ class FortyEightBitCopy(ControlSubject):
         return None
 
 
+class PlacedOnly(ControlSubject):
+    """A control whose bug only an allocation at a boundary shows: across ``2**63``, or ending
+    at ``2**64``. Elsewhere (fixed offsets, a device's own addresses) it runs, and must pass."""
+
+    def cannot_show(self, backend: Backend) -> str | None:
+        """Why its bug cannot show on ``backend`` although it runs there (it must pass there);
+        ``None`` where it must be caught."""
+        if backend.places_allocations:
+            return None
+        return (
+            f"no allocation on {backend.name} lies across 2**63 or ends at 2**64; only where "
+            "allocations are placed (cpu-placed)"
+        )
+
+
+class EndMaskCopy(PlacedOnly):
+    """Copies with a Triton kernel that masks each lane against ``src + nbytes``, computed in
+    the table's uint64: for a copy that ends at ``2**64`` the end wraps to 0 and every lane is
+    masked off, so nothing is copied."""
+
+    def __init__(self, name: str, description: str, **kwargs: Any) -> None:
+        super().__init__(name, description, **kwargs)
+        self.engine = TritonEngine("batch_copy_end_mask_kernel")
+
+
+class SignedBounds(PlacedOnly):
+    """Admits each copy only if it lies inside its source allocation, comparing int64 bit casts
+    of the addresses (``base <= src`` and ``src + n <= base + size``), and skips the others. For
+    an allocation across ``2**63`` the end's bit cast is negative, so every copy from it is
+    skipped; where all addresses lie on one side of ``2**63`` the comparisons hold."""
+
+    def execute(self, n: int) -> list[AdmittedCopy]:
+        copies = admit(self.table, n, self._registry)
+        for c in copies:
+            base = to_signed(c.src_allocation.address)
+            end = to_signed((c.src_allocation.address + c.src_allocation.nbytes) % ADDRESS_LIMIT)
+            if not (
+                base <= to_signed(c.src) and to_signed((c.src + c.nbytes) % ADDRESS_LIMIT) <= end
+            ):
+                continue
+            dst = c.dst_allocation.payload[c.dst_offset : c.dst_offset + c.nbytes]
+            dst.copy_(c.src_allocation.payload[c.src_offset : c.src_offset + c.nbytes])
+        self.table.backend.synchronize()
+        return copies
+
+
 _CATALOGUE: tuple[Callable[[], Subject], ...] = (
     lambda: ControlSubject(
         "float64",
@@ -281,6 +331,20 @@ _CATALOGUE: tuple[Callable[[], Subject], ...] = (
         exposing="a real entry at an upper-half address (cpu-usm, cpu-tbi, xpu)",
         exposed_by=(COPY, MIXED),
     ),
+    lambda: EndMaskCopy(
+        "end-mask-wrap",
+        "control: the copy kernel masks each lane with src + offset < src + nbytes in uint64, "
+        "and an end at 2**64 wraps to 0",
+        exposing="a real copy that ends at 2**64 (placed allocations)",
+        exposed_by=(COPY, MIXED),
+    ),
+    lambda: SignedBounds(
+        "signed-bounds",
+        "control: a copy is admitted only if base <= src and src + n <= base + size hold as "
+        "int64 bit casts; others are skipped",
+        exposing="a real copy from an allocation across 2**63 (placed allocations)",
+        exposed_by=(COPY, MIXED),
+    ),
     lambda: FixedBlockCopy(
         "fixed-block-copy",
         f"control: each entry is copied as a fixed {FIXED_BLOCK}-byte block, whatever its size",
@@ -302,8 +366,16 @@ def exposing(subject: Subject) -> str:
     return str(getattr(subject, "exposing", ""))
 
 
+def cannot_show(subject: Subject, backend: Backend) -> str | None:
+    """Why ``subject``'s bug cannot show on ``backend``, where it runs and must pass."""
+    method = getattr(subject, "cannot_show", None)
+    return str(method(backend)) if callable(method) and method(backend) else None
+
+
 def must_catch(subject: Subject, backend: Backend) -> frozenset[str]:
     """The scenarios and checks that must catch ``subject``'s bug on ``backend``."""
+    if cannot_show(subject, backend):
+        return frozenset()
     if backend.high_addresses:
         return subject.exposed_by | subject.exposed_by_upper_half
     return subject.exposed_by
@@ -318,6 +390,10 @@ def exposes(exposed_by: frozenset[str], scenario: str, check: str) -> bool:
 class State(enum.StrEnum):
     CAUGHT = "caught"
     MISSED = "missed"
+    PASSES_HERE = "passes here"
+    """Its bug cannot show on the backend, and it passed there, as it must."""
+    FAILED_HERE = "failed here"
+    """Its bug cannot show on the backend, yet it failed there: the harness is wrong."""
     NOT_APPLICABLE = "not applicable"
     UNAVAILABLE = "unavailable"
 
@@ -341,7 +417,7 @@ class ControlVerdict:
 
     @property
     def missed(self) -> bool:
-        return self.state == State.MISSED
+        return self.state in (State.MISSED, State.FAILED_HERE)
 
 
 def _function(check: str) -> str:
@@ -361,13 +437,32 @@ def verdict(subject: Subject, backend: Backend, results: Iterable[Result]) -> Co
     reason = subject.unavailable_reason(backend)
     if reason:
         return ControlVerdict(name, backend.name, State.UNAVAILABLE, reason)
+    if backend.places_allocations and not any(
+        exposes(REAL_MEMORY_SCENARIOS, check.split("::", 1)[0], check)
+        for check in must_catch(subject, backend)
+    ):
+        return ControlVerdict(
+            name,
+            backend.name,
+            State.NOT_APPLICABLE,
+            f"{backend.name} runs only the scenarios that copy real allocations "
+            f"({', '.join(sorted(REAL_MEMORY_SCENARIOS))}), and none of them shows it",
+        )
+    cannot = cannot_show(subject, backend)
+    exposing = subject.exposed_by if cannot else must_catch(subject, backend)
     mine = [
         r
         for r in results
         if r.subject == name
         and r.backend == backend.name
-        and exposes(must_catch(subject, backend), r.scenario, _function(r.check))
+        and exposes(exposing, r.scenario, _function(r.check))
     ]
+    if cannot and mine:
+        bad = [r for r in mine if r.outcome.bad]
+        if bad:
+            shown = "; ".join(f"{r.check} {r.outcome.value}" for r in bad)
+            return ControlVerdict(name, backend.name, State.FAILED_HERE, shown)
+        return ControlVerdict(name, backend.name, State.PASSES_HERE, cannot, exposing_ran=len(mine))
     caught = [r for r in mine if r.outcome == Outcome.XFAILED]
     if caught:
         best = min(caught, key=lambda r: (r.found_after or r.examples, r.examples))
@@ -382,7 +477,7 @@ def verdict(subject: Subject, backend: Backend, results: Iterable[Result]) -> Co
             counterexample=best.example,
         )
     if not mine:
-        wanted = ", ".join(sorted(must_catch(subject, backend)))
+        wanted = ", ".join(sorted(exposing))
         return ControlVerdict(
             name, backend.name, State.MISSED, f"no check that catches it ran ({wanted})"
         )
@@ -423,6 +518,8 @@ def table(verdicts: Sequence[ControlVerdict]) -> list[str]:
         if v.state == State.CAUGHT:
             result = f"caught ({v.caught_in} of {v.exposing_ran} checks)"
             detail = show_counterexample(v.counterexample)
+        elif v.state == State.PASSES_HERE:
+            result, detail = f"passes here ({v.exposing_ran} checks)", v.reason or ""
         else:
             result, detail = v.state.value, v.reason or ""
         rows.append(

@@ -18,6 +18,7 @@ from hypothesis.errors import UnsatisfiedAssumption
 
 from ptrport.addresses import to_hex
 from ptrport.check.batches import Batch, Entry
+from ptrport.check.placements import PLACEMENT_KINDS, reaches_boundary
 
 DERANDOMIZED = "derandomized"
 COPIED_KEPT = 3
@@ -59,23 +60,47 @@ class ExampleLog:
     copied: list[tuple[int, int, int]] = field(default_factory=list)
     """The real entries with the highest source addresses among the examples that passed,
     ``(src, dst, nbytes)``; only copy checks have real entries among their inputs."""
+    placed: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    """Per placement of a source allocation (``across 2**63``), a real entry copied from one so
+    placed in an example that passed: one that reaches the boundary (crosses it, or ends at
+    ``2**64``) if any did, else the largest."""
 
     def progress(self, inputs: dict[str, Any]) -> None:
         if self.on_progress is not None:
             self.on_progress(self, inputs)
 
     def passed(self, inputs: dict[str, Any]) -> None:
-        """Keep the real entries of an example that passed, as :attr:`copied` allows."""
-        found = {(e.src, e.dst, e.nbytes) for e in _real_entries(inputs.values()) if e.nbytes}
+        """Keep the real entries of an example that passed, as :attr:`copied` and
+        :attr:`placed` allow."""
+        entries = [e for e in _real_entries(inputs.values()) if e.nbytes]
+        found = {(e.src, e.dst, e.nbytes) for e in entries}
         if found:
             kept = set(self.copied) | found
             self.copied = sorted(kept, reverse=True)[:COPIED_KEPT]
+        for entry in entries:
+            kind = entry.src_allocation.placed if entry.src_allocation is not None else None
+            if kind is None or kind not in PLACEMENT_KINDS:  # moved beside another: not kept
+                continue
+            best = self.placed.get(kind)
+            if best is None or _evidence(kind, entry) > _evidence(kind, Entry(*best)):
+                self.placed[kind] = (entry.src, entry.dst, entry.nbytes)
 
     def copied_records(self) -> tuple[dict[str, Any], ...]:
+        """The entries kept, as a report's ``copied`` holds them: the highest sources first,
+        then one per placement."""
+        highest = [(src, dst, nbytes, None) for src, dst, nbytes in self.copied]
+        placed = [(*entry, kind) for kind, entry in sorted(self.placed.items())]
         return tuple(
             {"src": to_hex(src), "dst": to_hex(dst), "nbytes": nbytes}
-            for src, dst, nbytes in self.copied
+            | ({"placed": kind} if kind is not None else {})
+            for src, dst, nbytes, kind in highest + placed
         )
+
+
+def _evidence(kind: str, entry: Entry) -> tuple[bool, int]:
+    """How well an entry shows its source's placement: reaching its boundary first, then
+    size."""
+    return reaches_boundary(kind, entry.src, entry.nbytes), entry.nbytes
 
 
 def _real_entries(values: Iterable[Any]) -> Iterator[Entry]:

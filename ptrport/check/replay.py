@@ -1,8 +1,8 @@
 """Replay: one check run again on the example a report recorded for it, as a repro script
 (:mod:`ptrport.report.repro`) does.
 
-Real allocations are made again with the same dtype, size, offset and contents, and synthetic
-addresses are used as reported.
+Real allocations are made again with the same dtype, size, offset and contents (a placed one at
+the address it was placed at), and synthetic addresses are used as reported.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def _replay(
     print(f"ptrport repro: {body} for {subject or '(no subject)'} on {backend}")
     print("example, as reported:")
     print(pprint.pformat(dict(example), width=96, sort_dicts=False))
-    print("example, as rebuilt here (real allocations get new addresses):")
+    print("example, as rebuilt here (real allocations get new addresses, placed ones theirs):")
     print(pprint.pformat(describe_example(values), width=96, sort_dicts=False))
     try:
         function(**arguments)

@@ -12,7 +12,9 @@ import functools
 from collections.abc import Collection, Sequence
 
 import torch
+from hypothesis import currently_in_test_context, event
 from hypothesis import strategies as st
+from hypothesis.control import cleanup
 from hypothesis.errors import InvalidArgument
 
 from ptrport.addresses import (
@@ -24,7 +26,8 @@ from ptrport.addresses import (
     AddressRange,
 )
 from ptrport.check.batches import Batch, Entry
-from ptrport.device.allocations import DEFAULT_GUARD_NBYTES, Allocation, allocate
+from ptrport.check.placements import Layout, check_alignment, free_spot, placements
+from ptrport.device.allocations import DEFAULT_GUARD_NBYTES, Allocation, allocate, release
 from ptrport.device.backends import Backend
 
 UNIFORM = "uniform"
@@ -43,16 +46,6 @@ DEFAULT_DTYPES: tuple[torch.dtype, ...] = (
     torch.int16,
     torch.float64,
 )
-
-
-def _check_alignment(alignment: object) -> int:
-    if not isinstance(alignment, int) or isinstance(alignment, bool):
-        raise InvalidArgument(f"Cannot have alignment={alignment!r}: it must be an int")
-    if alignment < 1 or alignment & (alignment - 1) or alignment > HIGH_HALF:
-        raise InvalidArgument(
-            f"Cannot have alignment={alignment}: it must be a power of two from 1 to 2**63"
-        )
-    return alignment
 
 
 def _check_bounds(name: str, low: int, high: int, *, floor: int = 0) -> None:
@@ -138,7 +131,7 @@ def addresses(
     first range; with the default classes a failure that needs an address above the int64
     range shrinks to ``2**63``.
     """
-    alignment = _check_alignment(alignment)
+    alignment = check_alignment(alignment)
     if classes is None:
         names: tuple[str, ...] = CLASS_NAMES
     else:
@@ -166,7 +159,7 @@ def high_addresses(*, alignment: int = 1) -> st.SearchStrategy[int]:
     """Addresses ``>= 2**63``, the ones ``int64`` cannot hold, multiples of ``alignment``:
     anywhere in the upper half, its boundaries, Intel Level Zero USM and x86 kernel-half
     addresses, and ARM pointers with a tag byte of 0x80 or more. Shrinks towards ``2**63``."""
-    return _high_addresses(_check_alignment(alignment))
+    return _high_addresses(check_alignment(alignment))
 
 
 @functools.cache
@@ -198,12 +191,19 @@ def allocations(
     min_numel: int = 0,
     max_numel: int = 256,
     max_offset: int = 8,
+    alignment: int = 1,
 ) -> st.SearchStrategy[Allocation]:
     """Real tensors on ``backend``: a dtype from ``dtypes``, ``min_numel`` to ``max_numel``
     elements, starting 0 to ``max_offset`` elements into their storage after a guard band, with
     a guard band after them too, filled with bytes from a drawn seed.
 
-    Shrinks towards the first dtype, fewer elements and no offset.
+    On a backend that places allocations (``cpu-placed``) each is presented where a drawn
+    :func:`~ptrport.check.placements.placements` puts it (a multiple of its dtype's size and
+    of ``alignment``), for the rest of the example. The placement is drawn on every backend,
+    so that the same seed gives the same draws everywhere.
+
+    Shrinks towards the first dtype, fewer elements, no offset, and a placement across
+    ``2**63`` that starts one element below it.
     """
     backend = _check_backend(backend)
     dtypes = tuple(dtypes)
@@ -214,26 +214,45 @@ def allocations(
             raise InvalidArgument(f"Cannot have dtype {dtype!r}: it must be a torch.dtype")
     _check_bounds("numel", min_numel, max_numel)
     _check_bounds("offset", 0, max_offset)
-    return _allocations(backend, dtypes, min_numel, max_numel, max_offset)
+    alignment = check_alignment(alignment)
+    return _allocations(backend, dtypes, min_numel, max_numel, max_offset, alignment)
 
 
 @functools.cache
+@st.composite
 def _allocations(
+    draw: st.DrawFn,
     backend: Backend,
     dtypes: tuple[torch.dtype, ...],
     min_numel: int,
     max_numel: int,
     max_offset: int,
-) -> st.SearchStrategy[Allocation]:
-    return st.builds(
+    alignment: int,
+) -> Allocation:
+    dtype = draw(st.sampled_from(dtypes))
+    numel = draw(st.integers(min_numel, max_numel))
+    offset = draw(st.integers(0, max_offset))
+    fill_seed = draw(st.integers(0, 2**32 - 1))
+    layout = Layout(dtype.itemsize * numel, dtype.itemsize, DEFAULT_GUARD_NBYTES)
+    placement = draw(placements(layout, alignment=max(alignment, dtype.itemsize)))
+    made = functools.partial(
         allocate,
-        backend=st.just(backend),
-        dtype=st.sampled_from(dtypes),
-        numel=st.integers(min_numel, max_numel),
-        offset=st.integers(0, max_offset),
-        guard_nbytes=st.just(DEFAULT_GUARD_NBYTES),
-        fill_seed=st.integers(0, 2**32 - 1),
+        backend,
+        dtype=dtype,
+        numel=numel,
+        offset=offset,
+        guard_nbytes=DEFAULT_GUARD_NBYTES,
+        fill_seed=fill_seed,
     )
+    if not backend.places_allocations:
+        return made()
+    front = DEFAULT_GUARD_NBYTES + offset * dtype.itemsize
+    at, kind = free_spot(placement, front + layout.nbytes + placement.guard_after, front)
+    allocation = made(at=at, placed=kind, guard_after=placement.guard_after)
+    event(f"placed {allocation.placed}")
+    if currently_in_test_context():
+        cleanup(functools.partial(release, allocation))
+    return allocation
 
 
 @st.composite
@@ -245,7 +264,9 @@ def _real_entry(
     src_offset = draw(_aligned_offset(src, alignment))
     dst_offset = draw(_aligned_offset(dst, alignment))
     room = min(src.nbytes - src_offset, dst.nbytes - dst_offset, max_nbytes)
-    nbytes = draw(st.integers(0, room))
+    # All the room as often as any other size: a copy to the end of a payload is what meets a
+    # boundary inside it, or the top of the address space.
+    nbytes = draw(st.integers(0, room) | st.just(room))
     return Entry(src.address + src_offset, dst.address + dst_offset, nbytes, src, dst)
 
 
@@ -298,7 +319,7 @@ def copy_batches(
         raise InvalidArgument("Cannot have real=False and synthetic=False: nothing to generate")
     _check_bounds("entries", min_entries, max_entries)
     _check_max_nbytes(max_nbytes)
-    alignment = _check_alignment(alignment)
+    alignment = check_alignment(alignment)
     backend = _check_backend(backend)
     return _copy_batches(
         backend, min_entries, max_entries, real, synthetic, executed, max_nbytes, alignment
@@ -319,7 +340,9 @@ def _copy_batches(
     parts: list[st.SearchStrategy[Entry]] = []
     if real:
         # With an alignment, allocations start at their buffer's aligned front guard band.
-        payloads = allocations(backend, min_numel=1, max_offset=8 if alignment == 1 else 0)
+        payloads = allocations(
+            backend, min_numel=1, max_offset=8 if alignment == 1 else 0, alignment=alignment
+        )
         parts.append(_real_entry(payloads, max_nbytes, alignment))
     if synthetic:
         parts.append(_synthetic_entries(executed, max_nbytes, alignment))

@@ -1,8 +1,9 @@
 """The Triton batch copy kernel: one program per table entry, like the batch_memcpy kernels of
-inference engines; and the same copy through a 48-bit address field, for the control that
-only upper-half addresses expose. Plain ``@triton.jit`` kernels, launched with
-:func:`ptrport.device.triton_cpu.launch`: compiled for GPU tensors, run by the interpreter for
-CPU tensors. Imported only where Triton is installed."""
+inference engines; the same copy through a 48-bit address field, for the control that only
+upper-half addresses expose; and one that masks its lanes against an end pointer, for the
+control that only an allocation ending at ``2**64`` exposes. Plain ``@triton.jit`` kernels,
+launched with :func:`ptrport.device.triton_cpu.launch`: compiled for GPU tensors, run by the
+interpreter for CPU tensors. Imported only where Triton is installed."""
 
 from __future__ import annotations
 
@@ -48,4 +49,21 @@ def batch_copy_48_bit_kernel(src_ptrs, dst_ptrs, sizes, BLOCK: tl.constexpr):  #
     for start in range(0, nbytes, BLOCK):
         offsets = start + tl.arange(0, BLOCK)
         mask = offsets < nbytes
+        tl.store(dst_bytes + offsets, tl.load(src_bytes + offsets, mask=mask), mask=mask)
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def batch_copy_end_mask_kernel(src_ptrs, dst_ptrs, sizes, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    entry = tl.program_id(0)
+    nbytes = tl.load(sizes + entry)
+    src_address = tl.load(src_ptrs + entry)
+    dst_address = tl.load(dst_ptrs + entry)
+    # The mistake: each lane is masked against an end pointer, which wraps to 0 for a copy that
+    # ends at 2**64 (and so masks off every lane).
+    src_end = src_address + nbytes
+    src_bytes = src_address.to(tl.pointer_type(tl.uint8))
+    dst_bytes = dst_address.to(tl.pointer_type(tl.uint8))
+    for start in range(0, nbytes, BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        mask = src_address + offsets < src_end
         tl.store(dst_bytes + offsets, tl.load(src_bytes + offsets, mask=mask), mask=mask)

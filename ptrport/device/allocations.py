@@ -14,8 +14,10 @@ from typing import Any
 
 import torch
 
-from ptrport.addresses import to_hex
+from ptrport.addresses import PAGE_SIZE, to_hex
+from ptrport.device import presentation
 from ptrport.device.backends import Backend
+from ptrport.device.presentation import PlacementError, real_data_ptr
 from ptrport.dtype_names import dtype_name
 from ptrport.errors import UnsafeDereference
 
@@ -37,6 +39,8 @@ class Allocation:
     offset: int = 0
     fill_seed: int = 0
     guard_nbytes: int = DEFAULT_GUARD_NBYTES
+    placed: str | None = None
+    """Where it was placed (``across 2**63``), if at an address the check chose."""
     base: int = field(init=False)
     """The buffer's ``data_ptr()`` when it was made: on an upper-half backend the presented
     address, which stays the allocation's address when it is described after the check."""
@@ -80,9 +84,15 @@ class Allocation:
     def numel(self) -> int:
         return self.nbytes // self.dtype.itemsize
 
+    @property
+    def guard_after(self) -> int:
+        """Bytes of guard band after the payload: none where the payload ends at ``2**64``."""
+        return self.buffer.numel() - self.start - self.nbytes
+
     def to_record(self) -> dict[str, Any]:
-        """The allocation as reports show it, with what :func:`allocation_from_record` needs."""
-        return {
+        """The allocation as reports show it, with what :func:`allocation_from_record` needs
+        (for a placed one, where it was placed and its guard band after)."""
+        record = {
             "type": "allocation",
             "address": to_hex(self.address),
             "nbytes": self.nbytes,
@@ -92,10 +102,14 @@ class Allocation:
             "fill_seed": self.fill_seed,
             "guard_nbytes": self.guard_nbytes,
         }
+        if self.placed is not None:
+            record |= {"placed": self.placed, "guard_after": self.guard_after}
+        return record
 
     def __repr__(self) -> str:
         dtype = dtype_name(self.dtype)
-        return f"Allocation({to_hex(self.address)}, nbytes={self.nbytes}, dtype={dtype})"
+        placed = f", placed {self.placed}" if self.placed is not None else ""
+        return f"Allocation({to_hex(self.address)}, nbytes={self.nbytes}, dtype={dtype}{placed})"
 
 
 def dtype_from_name(name: str) -> torch.dtype:
@@ -113,22 +127,48 @@ def allocate(
     offset: int = 0,
     guard_nbytes: int = DEFAULT_GUARD_NBYTES,
     fill_seed: int = 0,
+    at: int | None = None,
+    placed: str = "where asked",
+    guard_after: int | None = None,
 ) -> Allocation:
     """Allocate ``numel`` elements of ``dtype`` on ``backend``, starting ``offset`` elements
-    after the front guard band, filled with bytes derived from ``fill_seed``."""
-    for name, value in (("numel", numel), ("offset", offset), ("guard_nbytes", guard_nbytes)):
+    after the front guard band, filled with bytes derived from ``fill_seed``.
+
+    With ``at``, in a CPU backend's scope (:meth:`Backend.running`): the payload is presented at
+    ``at`` (a multiple of ``dtype``'s size), in real memory at the same offset within its 4 KiB
+    page, so that alignment-dependent code takes the branch it takes there; ``placed`` says why
+    there, for reports. ``guard_after`` (default ``guard_nbytes``) may be 0 for a payload
+    ending at ``2**64``, past which there is no address. Only the guard bands and the payload
+    are memory; :class:`~ptrport.device.presentation.PlacementError` if the range is taken."""
+    after = guard_nbytes if guard_after is None else guard_after
+    for name, value in (
+        ("numel", numel),
+        ("offset", offset),
+        ("guard_nbytes", guard_nbytes),
+        ("guard_after", after),
+    ):
         if value < 0:
             raise ValueError(f"{name}={value} must be >= 0")
     itemsize = dtype.itemsize
     if guard_nbytes % itemsize:
         raise ValueError(f"guard_nbytes={guard_nbytes} is not a multiple of {dtype}'s size")
-    start = guard_nbytes + offset * itemsize
+    if at is not None and at % itemsize:
+        raise ValueError(f"at={to_hex(at)} is not a multiple of {dtype}'s size")
+    front = guard_nbytes + offset * itemsize
     nbytes = numel * itemsize
-    host = torch.full((start + nbytes + guard_nbytes,), GUARD_BYTE, dtype=torch.uint8)
+    slack = PAGE_SIZE if at is not None else 0
+    host = torch.full((slack + front + nbytes + after,), GUARD_BYTE, dtype=torch.uint8)
+    if at is not None:
+        # The payload's real address gets the page offset of ``at``: front slack, as guard.
+        slack = (at - front - real_data_ptr(host)) % PAGE_SIZE
+        host = host[: slack + front + nbytes + after]
+    start = slack + front
     generator = torch.Generator().manual_seed(fill_seed)
     host[start : start + nbytes] = torch.randint(
         0, 256, (nbytes,), dtype=torch.uint8, generator=generator
     )
+    if at is not None:
+        _place(backend, host[slack:], at - front)
     buffer = host if backend.device.type == "cpu" else host.to(backend.device)
     return Allocation(
         buffer=buffer,
@@ -138,12 +178,31 @@ def allocate(
         offset=offset,
         fill_seed=fill_seed,
         guard_nbytes=guard_nbytes,
+        placed=placed if at is not None else None,
     )
+
+
+def _place(backend: Backend, window: torch.Tensor, at: int) -> None:
+    memory = presentation.active()
+    if backend.device.type != "cpu" or memory is None:
+        raise PlacementError(
+            f"cannot place an allocation on {backend.name}: only CPU memory, in a CPU "
+            "backend's scope (Backend.running()), can be placed"
+        )
+    memory.place(window, at, alignment=PAGE_SIZE, window=True)
+
+
+def release(allocation: Allocation) -> None:
+    """Forget where a placed allocation was presented: its range is no memory any more."""
+    memory = presentation.active()
+    if allocation.placed is not None and memory is not None:
+        memory.release(allocation.buffer)
 
 
 def allocation_from_record(record: Mapping[str, Any], backend: Backend) -> Allocation:
     """Allocate again what :meth:`Allocation.to_record` describes: same dtype, size, offset
-    and bytes; the address is wherever the backend puts it now."""
+    and bytes; a placed one at the same address, any other wherever the backend puts it now."""
+    placed = record.get("placed")
     return allocate(
         backend,
         dtype=dtype_from_name(str(record["dtype"])),
@@ -151,6 +210,9 @@ def allocation_from_record(record: Mapping[str, Any], backend: Backend) -> Alloc
         offset=int(record["offset"]),
         guard_nbytes=int(record["guard_nbytes"]),
         fill_seed=int(record["fill_seed"]),
+        at=None if placed is None else int(str(record["address"]), 16),
+        placed=str(placed),
+        guard_after=None if placed is None else int(record["guard_after"]),
     )
 
 

@@ -25,7 +25,15 @@ from pathlib import Path
 
 import torch
 
-from ptrport.device.presentation import AS_IS, TBI, USM, Presentation, presenting
+from ptrport.device.presentation import (
+    AS_IS,
+    PLACED,
+    TBI,
+    USM,
+    Presentation,
+    presenting,
+    real_data_ptr,
+)
 from ptrport.errors import HarnessError, UnknownName, exception_message
 
 ENTRY_POINT_GROUP = "ptrport.backends"
@@ -55,6 +63,9 @@ class Backend:
     """Whether its device addresses lie at or above ``2**63`` (``None``: not known)."""
     simulated: str | None = None
     """For a backend that stands in for another kind of device: what it simulates, and how."""
+    places_allocations: bool = False
+    """Whether the strategies place each real allocation at an address they draw
+    (:meth:`~ptrport.device.presentation.DeviceMemory.place`)."""
 
     def _unavailable_reason(self) -> str | None:
         raise NotImplementedError
@@ -133,7 +144,7 @@ class CpuBackend(Backend):
     presentation: Presentation = AS_IS
 
     def _unavailable_reason(self) -> str | None:
-        seen = torch.empty(1).untyped_storage().data_ptr()
+        seen = real_data_ptr(torch.empty(1))  # as the CPU sees it, in any scope
         if seen >= self.presentation.limit:
             return (
                 f"CPU addresses here (such as {seen:#x}) lie above {self.presentation.limit:#x}, "
@@ -192,6 +203,18 @@ class CpuTbiBackend(CpuBackend):
     high_addresses = True
     presentation = TBI
     simulated = f"an upper-half device: {TBI.description}"
+
+
+class CpuPlacedBackend(CpuBackend):
+    """CPU memory at addresses each check's Hypothesis draws choose, allocation by allocation:
+    across ``2**63``, ending at ``2**64``, on the 32-, 48- and 56-bit boundaries, and in the
+    upper-half shapes (:data:`~ptrport.device.presentation.PLACED`)."""
+
+    name = "cpu-placed"
+    high_addresses = True
+    presentation = PLACED
+    places_allocations = True
+    simulated = f"placed memory: {PLACED.description}"
 
 
 class CudaBackend(Backend):
@@ -311,6 +334,7 @@ BUILTIN_BACKENDS: tuple[type[Backend], ...] = (
     CpuBackend,
     CpuUsmBackend,
     CpuTbiBackend,
+    CpuPlacedBackend,
     CudaBackend,
     RocmBackend,
     XpuBackend,

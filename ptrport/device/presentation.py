@@ -18,6 +18,7 @@ touched. numpy views and torch operations are unaffected: they never see an addr
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -90,73 +91,251 @@ TBI = Presentation(
     "heap pointers (0xb400007757036010)",
     tag=0xB4,
 )
+PLACED = Presentation(
+    "cpu-placed",
+    "CPU memory placed where each check's Hypothesis draws put it: across 2**63, ending at "
+    "2**64, across 2**32, 2**48 and 2**56, and in Intel USM, ARM TBI and x86 kernel-half shapes "
+    "(other storages keep their CPU addresses)",
+)
+
+
+ALLOCATOR_ALIGNMENT = 64
+"""What torch's CPU allocator guarantees of a storage's address: a placement keeps it."""
+
+
+class PlacementError(HarnessError):
+    """A placement the address space cannot take: misaligned, overlapping memory already
+    there, or running past ``2**64``."""
+
+
+@dataclass
+class _Range:
+    """Device memory: ``nbytes`` real bytes at ``real`` (in ``storage``, whose first byte is at
+    ``storage_real``), seen at ``presented``."""
+
+    presented: int
+    real: int
+    nbytes: int
+    storage: torch.UntypedStorage
+    storage_real: int
+    placed: bool
+    """Put there by :meth:`DeviceMemory.place`, not by the presentation."""
+
+    @property
+    def end(self) -> int:
+        return self.presented + self.nbytes
+
+    @property
+    def storage_presented(self) -> int:
+        """Where the storage's first byte is presented (itself memory unless a window)."""
+        return self.presented - (self.real - self.storage_real)
 
 
 class DeviceMemory:
-    """The storages whose addresses were handed out in one scope, as real byte ranges."""
+    """The storages whose addresses were handed out in one scope: an interval map from the
+    presented address space to real memory. A storage appears where the presentation puts it,
+    or where :meth:`place` puts it; the ranges never overlap, and an access anywhere else is a
+    :class:`DeviceFault`."""
 
     def __init__(self, presentation: Presentation) -> None:
         self.presentation = presentation
-        self._ranges: dict[int, tuple[int, torch.UntypedStorage]] = {}
-        self._starts: np.ndarray | None = None
-        self._ends = np.zeros(0, dtype=np.uint64)
+        self._by_storage: dict[int, _Range] = {}
+        """By the real address of the storage's first byte, as ``data_ptr()`` finds them."""
+        self._starts: list[int] = []
+        """The presented first bytes, sorted: the ranges are disjoint, so each lies between
+        its neighbours'."""
+        self._by_start: dict[int, _Range] = {}
+        self._table: tuple[list[_Range], np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def hand_out(self, storage: torch.UntypedStorage, start: int) -> None:
-        """Record ``storage`` (whose real first byte is ``start``) as device memory."""
-        end = start + storage.nbytes()
-        known = self._ranges.get(start)
-        if known is None or known[0] != end:
-            self._ranges[start] = (end, storage)
-            self._starts = None
+    def hand_out(self, storage: torch.UntypedStorage, start: int) -> int:
+        """Record ``storage`` (whose real first byte is ``start``) as device memory; return the
+        address its first byte is presented at."""
+        nbytes = storage.nbytes()
+        known = self._by_storage.get(start)
+        if known is not None:
+            if known.placed and self._still_there(known):
+                return known.storage_presented
+            if not known.placed and known.nbytes == nbytes:
+                return known.presented
+            if start in self._by_storage:
+                self._remove(known)
+        presented = self.presentation.present(start)
+        clash = self._overlapping(presented, presented + nbytes)
+        if clash is not None:
+            raise PlacementError(
+                f"{self.presentation.name} presents a storage at {to_hex(presented)}, inside "
+                f"the placement at {_span(clash)}: place it elsewhere"
+            )
+        self._add(_Range(presented, start, nbytes, storage, start, placed=False))
+        return presented
 
-    def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._starts is None:
-            starts = sorted(self._ranges)
-            self._starts = np.array(starts, dtype=np.uint64)
-            self._ends = np.array([self._ranges[s][0] for s in starts], dtype=np.uint64)
-        return self._starts, self._ends
+    def place(
+        self,
+        tensor: torch.Tensor,
+        at: int,
+        *,
+        alignment: int = ALLOCATOR_ALIGNMENT,
+        window: bool = False,
+    ) -> None:
+        """Present ``tensor`` at ``at`` (its ``data_ptr()`` from now on) and the rest of its
+        storage around it, for the rest of the scope or until :meth:`release`. ``at`` must be
+        congruent to the tensor's real address modulo ``alignment``, and the storage must fit
+        in ``[0, 2**64)`` without overlapping memory handed out before; else
+        :class:`PlacementError`, and nothing changes. With ``window``, only the tensor's own
+        bytes are memory, not the rest of its storage."""
+        if not tensor.is_cpu:
+            raise PlacementError(f"cannot place a tensor on {tensor.device}: only CPU memory")
+        storage = tensor.untyped_storage()
+        storage_real = _STORAGE_DATA_PTR(storage)
+        real = storage_real + _offset_bytes(tensor)
+        if not 0 <= at < ADDRESS_LIMIT:
+            raise PlacementError(f"cannot place a tensor at {at:#x}: not a 64-bit address")
+        if (at - real) % alignment:
+            raise PlacementError(
+                f"cannot place a tensor at {to_hex(at)}: it must keep its real address's "
+                f"alignment, {to_hex(at)} % {alignment} = {at % alignment} but the real "
+                f"address % {alignment} = {real % alignment}"
+            )
+        if window:
+            mapped_real, nbytes = real, tensor.numel() * tensor.element_size()
+        else:
+            mapped_real, nbytes = storage_real, storage.nbytes()
+        presented = at - (real - mapped_real)
+        end = presented + nbytes
+        if presented < 0 or end > ADDRESS_LIMIT:
+            raise PlacementError(
+                f"cannot place a tensor at {to_hex(at)}: its {nbytes} bytes of storage would "
+                f"run {'below 0' if presented < 0 else 'past 2**64'}"
+            )
+        known = self._by_storage.get(storage_real)
+        if known is not None:
+            self._remove(known)
+        clash = self._overlapping(presented, end)
+        if clash is not None:
+            if known is not None:
+                self._add(known)
+            raise PlacementError(
+                f"cannot place a tensor at {to_hex(at)}: its storage "
+                f"[{to_hex(presented)}, {to_hex(end)}) overlaps memory at {_span(clash)}"
+            )
+        self._add(_Range(presented, mapped_real, nbytes, storage, storage_real, placed=True))
+
+    def release(self, tensor: torch.Tensor) -> None:
+        """Forget the placement of ``tensor``'s storage: its range is no memory any more (and a
+        later ``data_ptr()`` presents it as the presentation does)."""
+        known = self._by_storage.get(_STORAGE_DATA_PTR(tensor.untyped_storage()))
+        if known is not None and known.placed:
+            self._remove(known)
+
+    def free_near(self, presented: int, nbytes: int, *, step: int) -> int | None:
+        """The first address at or above ``presented`` (else the first below it), in steps of
+        ``step``, where ``nbytes`` fit in ``[0, 2**64)`` with at least one unmapped byte between
+        them and memory handed out before; ``None`` if there is none."""
+        candidate = presented
+        while candidate + nbytes <= ADDRESS_LIMIT:
+            clash = self._overlapping(candidate - 1, candidate + nbytes + 1)
+            if clash is None:
+                return candidate
+            candidate += -(-(clash.end + 1 - candidate) // step) * step
+        candidate = presented - step * -(-max(0, presented + nbytes - ADDRESS_LIMIT) // step)
+        while candidate >= 0:
+            clash = self._overlapping(candidate - 1, candidate + nbytes + 1)
+            if clash is None:
+                return candidate
+            candidate -= -(-(candidate + nbytes + 1 - clash.presented) // step) * step
+        return None
+
+    def _add(self, found: _Range) -> None:
+        self._by_storage[found.storage_real] = found
+        self._by_start[found.presented] = found
+        bisect.insort(self._starts, found.presented)
+        self._table = None
+
+    def _remove(self, found: _Range) -> None:
+        del self._by_storage[found.storage_real]
+        del self._by_start[found.presented]
+        del self._starts[bisect.bisect_left(self._starts, found.presented)]
+        self._table = None
+
+    def _overlapping(self, low: int, high: int) -> _Range | None:
+        """A range that meets ``[low, high)``, if any: the last one starting below ``high``
+        does, if any does, since the ranges are disjoint."""
+        index = bisect.bisect_left(self._starts, high) - 1
+        if index < 0:
+            return None
+        found = self._by_start[self._starts[index]]
+        return found if found.end > low else None
+
+    def _sorted(self) -> tuple[list[_Range], np.ndarray, np.ndarray, np.ndarray]:
+        if self._table is None:
+            ranges = [self._by_start[start] for start in self._starts]
+            self._table = (
+                ranges,
+                np.array([r.presented for r in ranges], dtype=np.uint64),
+                np.array([r.nbytes for r in ranges], dtype=np.uint64),
+                np.array([r.real for r in ranges], dtype=np.uint64),
+            )
+        return self._table
 
     def real(self, presented: np.ndarray, nbytes: int, access: str) -> np.ndarray:
         """The real addresses of ``nbytes``-byte accesses at ``presented`` (``numpy.uint64``),
         or :class:`DeviceFault` for the first one that is not device memory."""
-        real, valid = self.presentation.real(presented)
-        starts, ends = self._sorted()
+        ranges, starts, sizes, reals = self._sorted()
+        need = np.uint64(nbytes)
         if len(starts):
-            index = np.searchsorted(starts, real, side="right").astype(np.int64) - 1
+            index = np.searchsorted(starts, presented, side="right").astype(np.int64) - 1
             found = np.maximum(index, 0)
-            inside = valid & (index >= 0) & (real + np.uint64(nbytes) <= ends[found])
+            # Offsets from the range start, so that a range ending at 2**64 needs no end value.
+            offset = presented - starts[found]
+            size = sizes[found]
+            inside = (index >= 0) & (size >= need) & (offset <= size - need)
             for hit in np.unique(found[inside]).tolist():
-                inside &= (found != hit) | self._still_there(int(starts[hit]))
+                inside &= (found != hit) | self._still_there(ranges[hit])
+            real: np.ndarray = reals[found] + offset
         else:
-            inside = np.zeros(real.shape, dtype=bool)
+            inside = np.zeros(presented.shape, dtype=bool)
+            real = presented
         faults = np.flatnonzero(~inside)
         if len(faults):
             bad = int(faults[0])
             more = f" (and {len(faults) - 1} more lanes)" if len(faults) > 1 else ""
-            fault = self._fault(int(presented.flat[bad]), bool(valid.flat[bad]), nbytes, access)
-            raise DeviceFault(fault + more)
+            raise DeviceFault(self._fault(int(presented.flat[bad]), nbytes, access) + more)
         return real
 
-    def _still_there(self, start: int) -> bool:
-        """Whether the storage handed out at ``start`` still holds its range: one resized since
-        (``resize_`` moves its bytes) is forgotten, and its old range is no memory any more."""
-        end, storage = self._ranges[start]
-        if _STORAGE_DATA_PTR(storage) == start and start + storage.nbytes() >= end:
+    def _still_there(self, found: _Range) -> bool:
+        """Whether a storage handed out still holds its range: one resized since (``resize_``
+        moves its bytes) is forgotten, and its old range is no memory any more."""
+        storage = found.storage
+        needed = found.real - found.storage_real + found.nbytes
+        if _STORAGE_DATA_PTR(storage) == found.storage_real and storage.nbytes() >= needed:
             return True
-        del self._ranges[start]
-        self._starts = None
+        self._remove(found)
         return False
 
     def real_address(self, presented: int, nbytes: int, access: str) -> int:
         """:meth:`real` for one address."""
         return int(self.real(np.array([presented], dtype=np.uint64), nbytes, access)[0])
 
-    def _fault(self, address: int, valid: bool, nbytes: int, access: str) -> str:
+    def _fault(self, address: int, nbytes: int, access: str) -> str:
         name = self.presentation.name
         where = f"{access} of {nbytes} byte{'s' if nbytes != 1 else ''} at {to_hex(address)}"
-        if not valid:
+        _, valid = self.presentation.real(np.array([address], dtype=np.uint64))
+        if not bool(valid[0]) and not any(r.placed for r in self._by_storage.values()):
             return f"device fault on {name}: {where}, which is no {name} address"
         return f"device fault on {name}: {where}, where no memory of the check lies"
+
+
+def _span(found: _Range) -> str:
+    return f"[{to_hex(found.presented)}, {to_hex(found.end)})"
+
+
+def _offset_bytes(tensor: torch.Tensor) -> int:
+    return int(tensor.storage_offset()) * tensor.element_size()
+
+
+def real_data_ptr(tensor: torch.Tensor) -> int:
+    """``tensor.data_ptr()`` as the CPU sees it, presented or not."""
+    return int(_TENSOR_DATA_PTR(tensor))
 
 
 _TENSOR_DATA_PTR: Callable[[torch.Tensor], int] = torch._C.TensorBase.data_ptr
@@ -178,8 +357,8 @@ def _tensor_data_ptr(tensor: torch.Tensor) -> int:
     if memory is None or real == 0 or not tensor.is_cpu:
         return real
     storage = tensor.untyped_storage()
-    memory.hand_out(storage, _STORAGE_DATA_PTR(storage))
-    return memory.presentation.present(real)
+    start = _STORAGE_DATA_PTR(storage)
+    return memory.hand_out(storage, start) + (real - start)
 
 
 def _storage_data_ptr(storage: torch.UntypedStorage) -> int:
@@ -187,8 +366,7 @@ def _storage_data_ptr(storage: torch.UntypedStorage) -> int:
     memory = active()
     if memory is None or real == 0 or storage.device.type != "cpu":
         return real
-    memory.hand_out(storage, real)
-    return memory.presentation.present(real)
+    return memory.hand_out(storage, real)
 
 
 _DATA_PTR = ScopedPatch(

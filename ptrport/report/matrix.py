@@ -129,6 +129,9 @@ class BackendColumn:
     totals: dict[str, int]
     simulated: bool = False
     """Whether the backend stands in for another kind of device (``cpu-usm``, ``cpu-tbi``)."""
+    simulates: str = ""
+    """What it stands in for, in a few words (``an upper-half device``, ``placed memory``): its
+    fingerprint's ``simulated`` line up to the colon."""
 
     @property
     def name(self) -> str:
@@ -312,6 +315,9 @@ def build_matrix(reports: Sequence[PlatformReport], *, known: KnownLookup | None
                     complete=report.complete,
                     totals=totals(results),
                     simulated=bool(_backend_entry(report, backend).get("simulated")),
+                    simulates=str(_backend_entry(report, backend).get("simulated") or "")
+                    .split(":", 1)[0]
+                    .strip(),
                 )
             )
             for result in results:

@@ -136,9 +136,10 @@ def _xpu_before_2_5(kind: PlatformKind, requirement: str) -> tuple[int, int] | N
     return minor if kind.backend == "xpu" and minor is not None and minor < (2, 5) else None
 
 
-CPU_BACKENDS = "cpu,cpu-usm,cpu-tbi"
-"""What the CPU kinds run on: the CPU, and the upper-half CPU backends that move real bytes
-through addresses above ``2**63`` (see ptrport/device/presentation.py)."""
+CPU_BACKENDS = "cpu,cpu-usm,cpu-tbi,cpu-placed"
+"""What the CPU kinds run on: the CPU, the upper-half CPU backends that move real bytes through
+addresses above ``2**63``, and the one that places each allocation where its check chooses (see
+ptrport/device/presentation.py)."""
 
 KINDS: dict[str, PlatformKind] = {
     k.name: k

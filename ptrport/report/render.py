@@ -81,7 +81,9 @@ def _idle_backends(matrix: Matrix, platform: Platform) -> dict[str, str]:
 def _main_versions(column: BackendColumn) -> list[str]:
     """What a column's header says under its name: simulated, and the main versions."""
     shown = [f"{n} {column.versions[n]}" for n in MAIN_VERSIONS if column.versions.get(n)]
-    return ["simulated upper half", *shown] if column.simulated else shown
+    if not column.simulated:
+        return shown
+    return [f"simulated: {column.simulates}" if column.simulates else "simulated", *shown]
 
 
 def _all_versions(versions: dict[str, str]) -> list[str]:

@@ -19,7 +19,7 @@ from ptrport.check import controls
 from ptrport.check.subjects import Subject
 from ptrport.device.backends import Backend
 from ptrport.report.records import Outcome, Result
-from ptrport.run.names import MARKER
+from ptrport.run.names import MARKER, REAL_MEMORY
 
 if TYPE_CHECKING:
     from ptrport.run.settings import RunSettings
@@ -62,6 +62,17 @@ class CheckInfo:
             controls.must_catch(subject, self.backend), self.scenario, self.function
         )
 
+    @property
+    def demonstrates(self) -> bool:
+        """Whether this check shows what a control does here: catches its bug, or passes
+        where the bug cannot show (a ``--controls`` run keeps these)."""
+        subject = self.subject
+        return subject is not None and controls.exposes(
+            controls.must_catch(subject, self.backend) | subject.exposed_by,
+            self.scenario,
+            self.function,
+        )
+
 
 CHECK_INFO = pytest.StashKey[CheckInfo]()
 
@@ -86,8 +97,12 @@ class ScenarioItems:
         """Told how many scenario items this process collected (the report role's count)."""
 
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
-        """Parametrize a scenario over the backends, and over the subjects if it takes one."""
-        backends = self.settings.backends
+        """Parametrize a scenario over the backends, and over the subjects if it takes one. A
+        backend that places allocations runs only the scenarios marked ``real_memory``: for
+        the others (no real allocation drawn) it would be ``cpu`` again."""
+        markers = metafunc.definition.iter_markers(MARKER)
+        real_memory = any(marker.kwargs.get(REAL_MEMORY) for marker in markers)
+        backends = [b for b in self.settings.backends if real_memory or not b.places_allocations]
         if BACKEND_ARG in metafunc.fixturenames:
             metafunc.parametrize(
                 BACKEND_ARG, backends, ids=[b.name for b in backends], scope="session"
@@ -101,11 +116,14 @@ class ScenarioItems:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         kept, deselected = [], []
         for item in items:
+            if _backendless(item):
+                deselected.append(item)
+                continue
             info = _make_check_info(item)
             if info is None:
                 kept.append(item)
                 continue
-            if self.settings.controls_only and not info.exposing:
+            if self.settings.controls_only and not info.demonstrates:
                 deselected.append(item)
                 continue
             kept.append(item)
@@ -126,6 +144,18 @@ class ScenarioItems:
             items[:] = kept
         if self._collected is not None:
             self._collected(sum(CHECK_INFO in item.stash for item in items))
+
+
+def _backendless(item: pytest.Item) -> bool:
+    """A scenario none of the run's backends runs (only a backend that places allocations
+    was asked for, and the scenario copies no real memory): pytest's empty parameter set."""
+    callspec = getattr(item, "callspec", None)
+    return (
+        item.get_closest_marker(MARKER) is not None
+        and callspec is not None
+        and BACKEND_ARG in callspec.params
+        and not isinstance(callspec.params[BACKEND_ARG], Backend)
+    )
 
 
 def _make_check_info(item: pytest.Item) -> CheckInfo | None:

@@ -4,6 +4,9 @@ module and the entry module imports nothing heavy to know them."""
 
 MARKER = "ptrport_scenario"
 """The marker of every scenario module: its functions are parametrized and run as checks."""
+REAL_MEMORY = "real_memory"
+"""The marker's keyword for a scenario whose checks copy real allocations: only those run on
+a backend that places allocations."""
 SCENARIOS_PACKAGE = "ptrport.scenarios"
 RESULT_ATTRIBUTE = "ptrport_result"
 """The attribute of a teardown report that holds its check's result record."""

@@ -9,6 +9,6 @@ from hypothesis import strategies as st
 
 from ptrport.check import checks
 
-pytestmark = pytest.mark.ptrport_scenario
+pytestmark = pytest.mark.ptrport_scenario(real_memory=True)
 
 test_real_entries_are_copied_exactly = given(data=st.data())(checks.real_entries_are_copied_exactly)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ptrport.check import checks
 
-pytestmark = pytest.mark.ptrport_scenario
+pytestmark = pytest.mark.ptrport_scenario(real_memory=True)
 
 test_a_mixed_batch_is_held_exactly_and_only_real_entries_are_copied = given(data=st.data())(
     checks.a_mixed_batch_is_held_exactly_and_only_real_entries_are_copied
