@@ -29,7 +29,7 @@
   ones (a benchmark ratio fallen by more than F, default 0.2) apart; exit 0 none, 1 some.
 - ``ptrport report render MATRIX.json -o OUT``: a merged matrix in another format.
 - ``ptrport report repro REPORT --check ID -o FILE`` (or ``--all --out-dir DIR``): scripts that
-  rerun a failure.
+  rerun a failure; for a test of the user's own, without ``-o``, the pytest command that does.
 
 Bad input (a malformed report, a bad expectations file, an unknown check) is one line on
 stderr and exit status 2.
@@ -330,9 +330,19 @@ def _repro(args: argparse.Namespace) -> int:
         written = repro.write_scripts(report, args.out_dir)
         print(f"ptrport: wrote {len(written)} repro scripts under {args.out_dir}")
         return 0
-    if args.check is None or args.out is None:
-        raise repro.ReproError("name a failure with --check ID and a file with -o, or use --all")
+    if args.check is None:
+        raise repro.ReproError("name a failure with --check ID (and a file with -o), or use --all")
     result = repro.select(report, check=args.check, subject=args.subject, backend=args.backend)
+    if result.own_test:
+        # A test of the user's own reruns by its node id: the command is the repro.
+        if args.out is None:
+            print(repro.command(result, report))
+            return 0
+        args.out.write_text(repro.shell_script(result, report), encoding="utf-8")
+        print(f"ptrport: wrote {args.out}; run it with: sh {args.out}")
+        return 0
+    if args.out is None:
+        raise repro.ReproError(f"{args.check} is rerun by a script: name its file with -o")
     args.out.write_text(repro.script(result, report), encoding="utf-8")
     print(f"ptrport: wrote {args.out}; run it with: python {args.out}")
     return 0
@@ -410,7 +420,9 @@ def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     repro_.add_argument("--check", metavar="ID", help="the failing check's id")
     repro_.add_argument("--subject", help="when the check failed for several subjects")
     repro_.add_argument("--backend", help="when the check failed on several backends")
-    repro_.add_argument("-o", "--out", type=Path, help="the script to write")
+    repro_.add_argument(
+        "-o", "--out", type=Path, help="the script to write (a test of yours: else printed)"
+    )
     repro_.add_argument("--all", action="store_true", help="one script per failure")
     repro_.add_argument("--out-dir", type=Path, default=Path("repros"), metavar="DIR")
     repro_.set_defaults(run=_repro)

@@ -21,15 +21,19 @@ import pytest
 
 from ptrport.run.names import (
     CHECK_ATTRIBUTE,
+    DEVICE_FIXTURE,
     MARKER,
     REAL_MEMORY,
     REPORT_DIR_ENV,
     REPORT_DIR_OPTION,
     RESULT_ATTRIBUTE,
     SCENARIOS_PACKAGE,
+    USER_MARKER,
 )
 
 if TYPE_CHECKING:
+    from ptrport.device.backends import Backend
+    from ptrport.run.own_tests import PtrportDevice
     from ptrport.run.session import Session
 
 _SESSION = pytest.StashKey["Session | None"]()
@@ -132,6 +136,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
+        f"{USER_MARKER}(backends=None): run this test once per backend of the run (those named, "
+        f"if given), in that backend's scope, with the {DEVICE_FIXTURE} fixture",
+    )
+    config.addinivalue_line(
+        "markers",
         f"{MARKER}({REAL_MEMORY}=False): a ptrport scenario, parametrized over backends and "
         f"subjects ({REAL_MEMORY}: its checks copy real allocations, so it runs where they are "
         "placed too)",
@@ -159,8 +168,31 @@ def report_dir_default() -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if metafunc.definition.get_closest_marker(MARKER) is not None:
+    definition = metafunc.definition
+    if any(definition.get_closest_marker(m) is not None for m in (MARKER, USER_MARKER)):
         ptrport_session(metafunc.config).parametrize(metafunc)
+
+
+@pytest.fixture(scope="session")
+def ptrport_backend() -> Backend:
+    """The backend a marked test runs on: each is parametrized over the run's backends, which
+    takes this fixture's place; a test that is not marked gets here, and is told so."""
+    pytest.fail(
+        f"the {DEVICE_FIXTURE} fixture is for tests marked @pytest.mark.{USER_MARKER}: "
+        "add the marker to the test, its class or its module",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def ptrport_device(ptrport_backend: Backend) -> PtrportDevice:
+    """The backend a test marked ``@pytest.mark.ptrport`` runs on, once per backend of the run:
+    ``.device``, ``.name``, ``.kind``, ``.presented``, ``.can_pin`` and
+    ``.place(tensor, at=ADDRESS)`` (:class:`ptrport.run.own_tests.PtrportDevice`). Session
+    scoped, as the backend is, so that Hypothesis tests may use it."""
+    from ptrport.run.own_tests import PtrportDevice
+
+    return PtrportDevice(ptrport_backend)
 
 
 class _ResultsArriving:

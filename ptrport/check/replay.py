@@ -18,6 +18,7 @@ from ptrport import named
 from ptrport.check.batches import batch_from_record, entry_from_record
 from ptrport.check.controls import catalogue
 from ptrport.check.subjects import builtin_subjects
+from ptrport.check.user_subjects import select_subjects
 from ptrport.device.allocations import allocation_from_record
 from ptrport.device.backends import Backend, load_backends
 from ptrport.errors import HarnessError, exception_message
@@ -96,10 +97,12 @@ def run_check(
     subject: str | None,
     example: Mapping[str, Any],
     reported: str | None = None,
+    subject_spec: str | None = None,
 ) -> int:
     """Run one check on one example and print what happened; return 1 if it failed, 0 if it
     passed, 2 if it could not run here. It runs in the backend's scope, as the check did (on
-    an upper-half backend the rebuilt allocations get presented addresses)."""
+    an upper-half backend the rebuilt allocations get presented addresses). A user's subject
+    is loaded again from ``subject_spec``, what ``--subject`` named it by."""
     found = load_backends().get(backend)
     if found is None:
         print(f"ptrport repro: this machine has no backend named {backend!r}")
@@ -108,7 +111,14 @@ def run_check(
         print(f"ptrport repro: backend {backend} is not available: {found.unavailable_reason}")
         return 2
     with found.running():
-        return _replay(found, body=body, subject=subject, example=example, reported=reported)
+        return _replay(
+            found,
+            body=body,
+            subject=subject,
+            subject_spec=subject_spec,
+            example=example,
+            reported=reported,
+        )
 
 
 def _replay(
@@ -116,12 +126,15 @@ def _replay(
     *,
     body: str,
     subject: str | None,
+    subject_spec: str | None,
     example: Mapping[str, Any],
     reported: str | None,
 ) -> int:
     backend = found.name
     try:
         subjects = builtin_subjects() | catalogue()
+        if subject is not None and subject not in subjects and subject_spec is not None:
+            subjects |= select_subjects(subject_spec, subjects)
         if subject is not None and subject not in subjects:
             raise ReproError(f"unknown subject {subject!r}")
         function = _import_body(body)

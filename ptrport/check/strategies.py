@@ -9,7 +9,8 @@ every backend; only the addresses of real allocations differ.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import TypeVar
 
 import torch
 from hypothesis import currently_in_test_context, event
@@ -27,8 +28,11 @@ from ptrport.addresses import (
 )
 from ptrport.check.batches import Batch, Entry
 from ptrport.check.placements import Layout, check_alignment, free_spot, placements
+from ptrport.check.tables import ENCODINGS, UINT64, PointerTable
 from ptrport.device.allocations import DEFAULT_GUARD_NBYTES, Allocation, allocate, release
-from ptrport.device.backends import Backend
+from ptrport.device.backends import Backend, current
+
+T = TypeVar("T")
 
 UNIFORM = "uniform"
 BOUNDARY = "boundary"
@@ -174,6 +178,27 @@ def _high_addresses(alignment: int) -> st.SearchStrategy[int]:
     )
 
 
+def _on(
+    backend: Backend | None, build: Callable[[Backend], st.SearchStrategy[T]]
+) -> st.SearchStrategy[T]:
+    """``build(backend)``; with no backend, built when drawn, on the backend whose scope the
+    draw runs in: a test marked ``@pytest.mark.ptrport``, a scenario, ``Backend.running()``."""
+    if backend is not None:
+        return build(_check_backend(backend))
+    return _on_current(build)
+
+
+@st.composite
+def _on_current(draw: st.DrawFn, build: Callable[[Backend], st.SearchStrategy[T]]) -> T:
+    running = current()
+    if running is None:
+        raise InvalidArgument(
+            "Cannot make real memory with backend=None outside a backend's scope: pass a "
+            "backend, or draw in a test marked @pytest.mark.ptrport"
+        )
+    return draw(build(_check_backend(running)))
+
+
 def _check_backend(backend: object) -> Backend:
     if not isinstance(backend, Backend):
         raise InvalidArgument(f"Cannot have backend={backend!r}: it must be a harness Backend")
@@ -185,7 +210,7 @@ def _check_backend(backend: object) -> Backend:
 
 
 def allocations(
-    backend: Backend,
+    backend: Backend | None = None,
     *,
     dtypes: Sequence[torch.dtype] = DEFAULT_DTYPES,
     min_numel: int = 0,
@@ -193,9 +218,10 @@ def allocations(
     max_offset: int = 8,
     alignment: int = 1,
 ) -> st.SearchStrategy[Allocation]:
-    """Real tensors on ``backend``: a dtype from ``dtypes``, ``min_numel`` to ``max_numel``
-    elements, starting 0 to ``max_offset`` elements into their storage after a guard band, with
-    a guard band after them too, filled with bytes from a drawn seed.
+    """Real tensors on ``backend`` (default: the backend of the running test): a dtype from
+    ``dtypes``, ``min_numel`` to ``max_numel`` elements, starting 0 to ``max_offset`` elements
+    into their storage after a guard band, with a guard band after them too, filled with bytes
+    from a drawn seed.
 
     On a backend that places allocations (``cpu-placed``) each is presented where a drawn
     :func:`~ptrport.check.placements.placements` puts it (a multiple of its dtype's size and
@@ -205,7 +231,6 @@ def allocations(
     Shrinks towards the first dtype, fewer elements, no offset, and a placement across
     ``2**63`` that starts one element below it.
     """
-    backend = _check_backend(backend)
     dtypes = tuple(dtypes)
     if not dtypes:
         raise InvalidArgument("Cannot have dtypes=(): name at least one dtype")
@@ -215,7 +240,10 @@ def allocations(
     _check_bounds("numel", min_numel, max_numel)
     _check_bounds("offset", 0, max_offset)
     alignment = check_alignment(alignment)
-    return _allocations(backend, dtypes, min_numel, max_numel, max_offset, alignment)
+    return _on(
+        backend,
+        lambda on: _allocations(on, dtypes, min_numel, max_numel, max_offset, alignment),
+    )
 
 
 @functools.cache
@@ -291,52 +319,44 @@ def _synthetic_entries(executed: bool, max_nbytes: int, alignment: int) -> st.Se
     )
 
 
-def copy_batches(
-    backend: Backend,
+def entries(
+    backend: Backend | None = None,
     *,
-    min_entries: int = 0,
-    max_entries: int = 8,
     real: bool = True,
     synthetic: bool = True,
     executed: bool = True,
     max_nbytes: int = INT64_MAX,
     alignment: int = 1,
-) -> st.SearchStrategy[Batch]:
-    """Batches of ``min_entries`` to ``max_entries`` copy entries, every size at most
-    ``max_nbytes`` and every address a multiple of ``alignment`` (a subject's contract,
-    :mod:`ptrport.check.contracts`).
+) -> st.SearchStrategy[Entry]:
+    """Copy entries ``(src, dst, nbytes)``, every size at most ``max_nbytes`` and every address a
+    multiple of ``alignment`` (a subject's contract, :mod:`ptrport.check.contracts`).
 
-    Real entries copy between two fresh allocations on ``backend`` (so no two entries overlap),
-    at byte offsets inside each, ``nbytes`` fitting both. Synthetic entries carry addresses from
-    :func:`high_addresses`; in batches that will be ``executed`` their ``nbytes`` is 0, a no-op
-    every engine must tolerate without dereferencing, otherwise any size up to ``max_nbytes``.
+    A real entry copies between two fresh allocations on ``backend`` (default: the backend of
+    the running test), at byte offsets inside each, ``nbytes`` fitting both; on ``cpu-placed``
+    they are placed where :func:`allocations` says. A synthetic entry carries addresses from
+    :func:`high_addresses`: if it will be ``executed`` its ``nbytes`` is 0, a no-op every engine
+    must tolerate without dereferencing, otherwise any size up to ``max_nbytes``.
 
-    Shrinks towards fewer entries, sizes and offsets. A lone entry shrinks to the synthetic one
-    at ``2**63`` with size 0 (it takes fewer choices than a real one) unless the failure needs a
-    real entry, which then shrinks towards the start of small allocations.
+    Shrinks to the synthetic entry at ``2**63`` with size 0 (it takes fewer choices than a real
+    one) unless the failure needs a real entry, which then shrinks towards the start of small
+    allocations.
     """
     if not (real or synthetic):
         raise InvalidArgument("Cannot have real=False and synthetic=False: nothing to generate")
-    _check_bounds("entries", min_entries, max_entries)
     _check_max_nbytes(max_nbytes)
     alignment = check_alignment(alignment)
-    backend = _check_backend(backend)
-    return _copy_batches(
-        backend, min_entries, max_entries, real, synthetic, executed, max_nbytes, alignment
-    )
+    return _on(backend, lambda on: _entries(on, real, synthetic, executed, max_nbytes, alignment))
 
 
 @functools.cache
-def _copy_batches(
+def _entries(
     backend: Backend,
-    min_entries: int,
-    max_entries: int,
     real: bool,
     synthetic: bool,
     executed: bool,
     max_nbytes: int,
     alignment: int,
-) -> st.SearchStrategy[Batch]:
+) -> st.SearchStrategy[Entry]:
     parts: list[st.SearchStrategy[Entry]] = []
     if real:
         # With an alignment, allocations start at their buffer's aligned front guard band.
@@ -346,5 +366,59 @@ def _copy_batches(
         parts.append(_real_entry(payloads, max_nbytes, alignment))
     if synthetic:
         parts.append(_synthetic_entries(executed, max_nbytes, alignment))
-    entries = st.lists(st.one_of(parts), min_size=min_entries, max_size=max_entries)
-    return entries.map(lambda found: Batch(tuple(found)))
+    return st.one_of(parts)
+
+
+def copy_batches(
+    backend: Backend | None = None,
+    *,
+    min_entries: int = 0,
+    max_entries: int = 8,
+    real: bool = True,
+    synthetic: bool = True,
+    executed: bool = True,
+    max_nbytes: int = INT64_MAX,
+    alignment: int = 1,
+) -> st.SearchStrategy[Batch]:
+    """Batches of ``min_entries`` to ``max_entries`` :func:`entries` (the same arguments);
+    real entries of one batch copy between fresh allocations, so no two of them overlap.
+
+    Shrinks towards fewer entries, sizes and offsets; a lone entry as :func:`entries` does.
+    """
+    _check_bounds("entries", min_entries, max_entries)
+    found = entries(
+        backend,
+        real=real,
+        synthetic=synthetic,
+        executed=executed,
+        max_nbytes=max_nbytes,
+        alignment=alignment,
+    )
+    return st.lists(found, min_size=min_entries, max_size=max_entries).map(
+        lambda drawn: Batch(tuple(drawn))
+    )
+
+
+def pointer_tables(
+    backend: Backend | None = None,
+    *,
+    encoding: str = UINT64.name,
+    min_capacity: int = 0,
+    max_capacity: int = 64,
+) -> st.SearchStrategy[PointerTable]:
+    """Empty pointer tables on ``backend`` (default: the backend of the running test): ``src``,
+    ``dst`` and ``sizes`` columns of ``min_capacity`` to ``max_capacity`` entries, each a host
+    tensor (pinned where the backend can pin), its device mirror and a numpy view, addresses in
+    ``encoding`` (``uint64``, ``int64-bitcast``, or the ``int64`` control). Shrinks towards
+    ``min_capacity``."""
+    if encoding not in ENCODINGS:
+        known = ", ".join(ENCODINGS)
+        raise InvalidArgument(f"Unknown encoding {encoding!r}; known: {known}")
+    _check_bounds("capacity", min_capacity, max_capacity)
+    chosen = ENCODINGS[encoding]
+    return _on(
+        backend,
+        lambda on: st.integers(min_capacity, max_capacity).map(
+            lambda capacity: PointerTable(capacity, chosen, on)
+        ),
+    )

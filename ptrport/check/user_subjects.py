@@ -83,11 +83,14 @@ class UserSubject:
     """A user's subject object as a :class:`~ptrport.check.subjects.Subject`: defaults filled in,
     every batch's allocations registered, every execution admitted first."""
 
-    def __init__(self, inner: object, origin: str) -> None:
+    def __init__(self, inner: object, origin: str, spec: str | None = None) -> None:
         _check_protocol(inner, origin)
         self.inner: Any = inner
         self.origin = origin
         """Where it came from: ``'module:factory'``, with ``(entry point 'NAME')`` for one."""
+        self.spec = spec
+        """What ``--subject`` names it by (``module:factory`` or the entry point's name), so a
+        repro can load it again."""
         self.name = str(getattr(inner, "name", ""))
         self.description: str = getattr(inner, "description", None) or f"user subject {origin}"
         self.exposed_by: frozenset[str] = frozenset(getattr(inner, "exposed_by", None) or ())
@@ -195,17 +198,19 @@ def load_factory(spec: str) -> Callable[[], object]:
     return factory
 
 
-def make_user_subject(factory: Callable[[], object], origin: str) -> UserSubject:
+def make_user_subject(
+    factory: Callable[[], object], origin: str, spec: str | None = None
+) -> UserSubject:
     """Call ``factory`` and wrap what it returns; any error is one :class:`SubjectError` line."""
     try:
         made = factory()
     except Exception as exc:
         raise SubjectError(f"subject factory {origin} raised {exception_message(exc)}") from None
-    return UserSubject(made, origin)
+    return UserSubject(made, origin, spec)
 
 
 def _from_factory_spec(spec: str) -> UserSubject:
-    return make_user_subject(load_factory(spec), repr(spec))
+    return make_user_subject(load_factory(spec), repr(spec), spec)
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
@@ -233,7 +238,7 @@ def _from_entry_point(
         raise SubjectError(
             f"subject factory {origin} is not callable: it is of type {type(factory).__name__}"
         )
-    return make_user_subject(factory, origin)
+    return make_user_subject(factory, origin, name)
 
 
 def _add(chosen: dict[str, Subject], found: Subject, builtin: Mapping[str, Subject]) -> None:

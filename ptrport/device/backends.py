@@ -97,7 +97,7 @@ class Backend:
     def running(self) -> Iterator[None]:
         """The scope code runs in on this backend (a check, a benchmark, a repro): a plain
         ``@triton.jit`` kernel launched on CPU tensors runs in Triton's interpreter."""
-        with _cpu_launches():
+        with _current(self), _cpu_launches():
             yield
 
     def device_model(self) -> str | None:
@@ -114,6 +114,24 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
+
+
+_running: list[Backend] = []
+"""The backends whose scope is open, innermost last."""
+
+
+def current() -> Backend | None:
+    """The backend whose scope (:meth:`Backend.running`) code runs in now, if any."""
+    return _running[-1] if _running else None
+
+
+@contextlib.contextmanager
+def _current(backend: Backend) -> Iterator[None]:
+    _running.append(backend)
+    try:
+        yield
+    finally:
+        _running.pop()
 
 
 @functools.cache
@@ -154,7 +172,7 @@ class CpuBackend(Backend):
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
-        with presenting(self.presentation), _cpu_launches():
+        with _current(self), presenting(self.presentation), _cpu_launches():
             yield
 
     @property

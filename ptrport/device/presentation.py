@@ -120,6 +120,8 @@ class _Range:
     storage_real: int
     placed: bool
     """Put there by :meth:`DeviceMemory.place`, not by the presentation."""
+    asked: int | None = None
+    """Where the tensor it was placed for was asked to be."""
 
     @property
     def end(self) -> int:
@@ -218,7 +220,13 @@ class DeviceMemory:
                 f"cannot place a tensor at {to_hex(at)}: its storage "
                 f"[{to_hex(presented)}, {to_hex(end)}) overlaps memory at {_span(clash)}"
             )
-        self._add(_Range(presented, mapped_real, nbytes, storage, storage_real, placed=True))
+        self._add(
+            _Range(presented, mapped_real, nbytes, storage, storage_real, placed=True, asked=at)
+        )
+
+    def placements(self) -> list[int]:
+        """The addresses tensors were placed at in this scope and are still, in order."""
+        return sorted(r.asked for r in self._by_storage.values() if r.asked is not None)
 
     def release(self, tensor: torch.Tensor) -> None:
         """Forget the placement of ``tensor``'s storage: its range is no memory any more (and a

@@ -19,7 +19,7 @@ from typing import Any
 
 from ptrport.report import op_support
 from ptrport.report.matrix import Cell, CellState, Matrix, cell_verdict
-from ptrport.report.records import compact_example
+from ptrport.report.records import OWN_TEST, compact_example
 
 UINT64_PREFIX = "uint64/"
 """Built-in subjects whose pointer tables are ``torch.uint64``: the fix the question is about."""
@@ -85,12 +85,14 @@ class Counts:
 
 
 def repro_command(platform_id: str, backend: str, check: str, subject: str | None) -> str:
-    """The command that writes a script rerunning one failure from its platform's report."""
+    """The command that writes a script rerunning one failure from its platform's report (for a
+    user's own test, that prints the pytest command rerunning it)."""
     words = ["ptrport", "report", "repro", f"reports/{platform_id}.json", "--check", check]
     if subject is not None:
         words += ["--subject", subject]
-    words += ["--backend", backend, "-o", "repro.py"]
-    return shlex.join(words)
+    words += ["--backend", backend]
+    # A user's own test is rerun by a pytest command, which repro prints; a check by a script.
+    return shlex.join(words if subject == OWN_TEST else [*words, "-o", "repro.py"])
 
 
 def _first_line(cell: Cell) -> str:
@@ -164,7 +166,7 @@ def failures(matrix: Matrix) -> list[Failure]:
                         repro=repro_command(
                             column.platform_id, column.backend, row.check, row.subject
                         )
-                        if cell.example is not None
+                        if cell.example is not None or row.subject == OWN_TEST
                         else None,
                         nodeid=cell.nodeid,
                     )

@@ -62,6 +62,9 @@ class RunInfo:
     per second (:func:`scenario_speed`)."""
     contracts: dict[str, dict[str, int]] | None = None
     """The contracts subjects declared (:mod:`ptrport.check.contracts`), by subject."""
+    subject_specs: dict[str, str] | None = None
+    """What ``--subject`` named each user subject by (``module:factory``, an entry point), so
+    that a repro script loads it again."""
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -76,6 +79,7 @@ class RunInfo:
             "argv": list(self.argv),
             **({} if self.scenarios is None else {"scenarios": self.scenarios}),
             **({"contracts": self.contracts} if self.contracts else {}),
+            **({"subject_specs": self.subject_specs} if self.subject_specs else {}),
         }
 
 

@@ -14,6 +14,10 @@ from typing import Any
 from ptrport.addresses import to_hex
 from ptrport.dtype_names import dtype_name, is_dtype
 
+OWN_TEST = "own test"
+"""The subject of a user's own test marked ``@pytest.mark.ptrport``: the user's code, as the
+test has it. Its check is the test's node id without the backend."""
+
 
 class Outcome(enum.StrEnum):
     """What happened to one check for one subject on one backend."""
@@ -108,6 +112,11 @@ class Result:
             body=record["body"],
             copied=tuple(record.get("copied", ())),
         )
+
+    @property
+    def own_test(self) -> bool:
+        """Whether this is a user's own test, rerun by its node id rather than a body."""
+        return self.subject == OWN_TEST
 
     @property
     def key(self) -> tuple[str, str | None, str]:

@@ -34,6 +34,7 @@ from ptrport.report.matrix import (
     Row,
     cell_verdict,
 )
+from ptrport.report.records import OWN_TEST
 
 TITLE = "ptrport compatibility matrix"
 MAIN_VERSIONS = ("torch", "triton", "ipex", "device")
@@ -269,7 +270,7 @@ def _md_failure(
         lines += [f"Known: {markdown_text(cell.reason)}{issue}", ""]
     if cell.message:
         lines += [f"Message: {_md_message(cell.message, cuts)}", ""]
-    if cell.example is not None:
+    if cell.example is not None or row.subject == OWN_TEST:
         command = compat.repro_command(column.platform_id, column.backend, row.check, row.subject)
         lines += ["Reproduce:", "", markdown_code(command), ""]
     elif cell.nodeid:

@@ -1,5 +1,6 @@
 """Repro scripts: one standalone Python file per failure that rebuilds the minimal failing
-example from a report and runs the failing check again on the same backend.
+example from a report and runs the failing check again on the same backend; for a user's own
+test, the pytest command that reruns it (node id, backend, Hypothesis profile and seed).
 
 A script needs only the installed harness and torch. It calls
 :func:`ptrport.check.replay.run_check` with the check's body (``module:function``, recorded in the
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import pprint
 import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,6 +39,8 @@ def script(result: Result, report: PlatformReport) -> str:
             "recorded example to reproduce"
         )
     versions = ", ".join(f"{k} {v}" for k, v in report.versions().items())
+    specs = report.run.get("subject_specs") or {}
+    spec = specs.get(result.subject) if result.subject is not None else None
     example = pprint.pformat(result.example, width=92, sort_dicts=False)
     return f"""#!/usr/bin/env python3
 # Reproduces a ptrport failure. Run it with: python <this file>
@@ -61,14 +65,48 @@ if __name__ == "__main__":
             subject={result.subject!r},
             example=EXAMPLE,
             reported={result.message!r},
+            subject_spec={spec!r},
         )
     )
 """
 
 
+def command(result: Result, report: PlatformReport) -> str:
+    """The command that reruns a user's own test on the backend it failed on, with the run's
+    Hypothesis profile and seed (so the same examples come), from the directory the run was
+    started in."""
+    if result.nodeid is None:
+        raise ReproError(f"{report.path}: {result.check} on {result.backend} has no node id")
+    profile = str(report.run.get("hypothesis_profile") or "")
+    seed = str(report.run.get("seed") or "")
+    words = ["pytest", result.nodeid, f"--backend={result.backend}"]
+    if seed and seed not in ("derandomized", "none"):
+        words.append(f"--hypothesis-seed={seed}")
+    prefix = f"HYPOTHESIS_PROFILE={shlex.quote(profile)} " if profile and profile != "none" else ""
+    return prefix + shlex.join(words)
+
+
+def shell_script(result: Result, report: PlatformReport) -> str:
+    """:func:`command` as a script, with what it reruns in its comments."""
+    return f"""#!/bin/sh
+# Reruns a failure of a test of yours on ptrport's {_comment(result.backend)} backend. Run it
+# from the directory the run started in.
+#
+# platform  {_comment(report.platform_id)}
+# test      {_comment(result.check)} on backend {_comment(result.backend)}
+# reported  {_comment(result.outcome.value)}: {_comment(result.message or "")}
+exec {command(result, report)}
+"""
+
+
 def failures(report: PlatformReport) -> list[Result]:
-    """The results a repro can be written for."""
-    return [r for r in report.results if r.outcome in REPRODUCIBLE and r.example is not None]
+    """The results a repro can be written for: a failure with a recorded example, or any
+    failure of a user's own test (it reruns by node id)."""
+    return [
+        r
+        for r in report.results
+        if r.outcome in REPRODUCIBLE and (r.example is not None or r.own_test)
+    ]
 
 
 def select(
@@ -95,15 +133,18 @@ def select(
 
 def file_name(result: Result) -> str:
     parts = [result.check.replace("::", "-"), result.subject or "", result.backend]
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(p for p in parts if p)) + ".py"
+    suffix = ".sh" if result.own_test else ".py"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(p for p in parts if p)) + suffix
 
 
 def write_scripts(report: PlatformReport, directory: Path) -> Sequence[Path]:
-    """One script per failure under ``directory``; return their paths."""
+    """One script per failure under ``directory`` (a shell script for a user's own test);
+    return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for result in failures(report):
         path = directory / file_name(result)
-        path.write_text(script(result, report))
+        text = shell_script(result, report) if result.own_test else script(result, report)
+        path.write_text(text)
         written.append(path)
     return written

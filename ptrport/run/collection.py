@@ -18,8 +18,14 @@ import pytest
 from ptrport.check import controls
 from ptrport.check.subjects import Subject
 from ptrport.device.backends import Backend
-from ptrport.report.records import Outcome, Result
-from ptrport.run.names import MARKER, REAL_MEMORY
+from ptrport.report.records import OWN_TEST, Outcome, Result
+from ptrport.run.names import (
+    BACKEND_PARAM,
+    BACKENDS_KEYWORD,
+    MARKER,
+    REAL_MEMORY,
+    USER_MARKER,
+)
 
 if TYPE_CHECKING:
     from ptrport.run.settings import RunSettings
@@ -40,13 +46,16 @@ class CheckInfo:
     backend: Backend
     subject: Subject | None
     unavailable: str | None
+    own: bool = False
+    """A user's own test marked ``@pytest.mark.ptrport``, not one of our scenarios."""
 
     def identity(self) -> dict[str, Any]:
         """Which check this is, as a result names it (and as its reports carry it)."""
+        subject = self.subject.name if self.subject is not None else None
         return {
             "check": self.check,
             "scenario": self.scenario,
-            "subject": self.subject.name if self.subject is not None else None,
+            "subject": OWN_TEST if self.own else subject,
             "backend": self.backend.name,
         }
 
@@ -100,6 +109,10 @@ class ScenarioItems:
         """Parametrize a scenario over the backends, and over the subjects if it takes one. A
         backend that places allocations runs only the scenarios marked ``real_memory``: for
         the others (no real allocation drawn) it would be ``cpu`` again."""
+        own = metafunc.definition.get_closest_marker(USER_MARKER)
+        if own is not None:
+            self._parametrize_own(metafunc, own)
+            return
         markers = metafunc.definition.iter_markers(MARKER)
         real_memory = any(marker.kwargs.get(REAL_MEMORY) for marker in markers)
         backends = [b for b in self.settings.backends if real_memory or not b.places_allocations]
@@ -112,6 +125,25 @@ class ScenarioItems:
             metafunc.parametrize(
                 SUBJECT_ARG, subjects, ids=[s.name for s in subjects], scope="session"
             )
+
+    def _parametrize_own(self, metafunc: pytest.Metafunc, marker: pytest.Mark) -> None:
+        """A user's marked test, once per backend of the run (those its marker allows)."""
+        allowed = marker.kwargs.get(BACKENDS_KEYWORD)
+        if allowed is not None and (
+            isinstance(allowed, str) or not all(isinstance(name, str) for name in allowed)
+        ):
+            raise pytest.Collector.CollectError(
+                f"{metafunc.definition.nodeid}: @pytest.mark.{USER_MARKER}({BACKENDS_KEYWORD}=...) "
+                f"takes a list of backend names, not {allowed!r}"
+            )
+        backends = [b for b in self.settings.backends if allowed is None or b.name in allowed]
+        if BACKEND_PARAM not in metafunc.fixturenames:
+            # Its own parameter even where the test asks for no fixture of ours: every marked
+            # test is collected once per backend (as pytest-repeat adds its step number).
+            metafunc.fixturenames.append(BACKEND_PARAM)
+        metafunc.parametrize(
+            BACKEND_PARAM, backends, ids=[b.name for b in backends], scope="session"
+        )
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         kept, deselected = [], []
@@ -150,16 +182,18 @@ def _backendless(item: pytest.Item) -> bool:
     """A scenario none of the run's backends runs (only a backend that places allocations
     was asked for, and the scenario copies no real memory): pytest's empty parameter set."""
     callspec = getattr(item, "callspec", None)
-    return (
-        item.get_closest_marker(MARKER) is not None
-        and callspec is not None
-        and BACKEND_ARG in callspec.params
-        and not isinstance(callspec.params[BACKEND_ARG], Backend)
-    )
+    if callspec is None:
+        return False
+    for marker, param in ((MARKER, BACKEND_ARG), (USER_MARKER, BACKEND_PARAM)):
+        if item.get_closest_marker(marker) is not None and param in callspec.params:
+            return not isinstance(callspec.params[param], Backend)
+    return False
 
 
 def _make_check_info(item: pytest.Item) -> CheckInfo | None:
     callspec = getattr(item, "callspec", None)
+    if callspec is not None and BACKEND_PARAM in callspec.params:
+        return _own_check_info(item, callspec.params[BACKEND_PARAM], callspec.id)
     if item.get_closest_marker(MARKER) is None or callspec is None:
         return None
     if BACKEND_ARG not in callspec.params:
@@ -185,9 +219,25 @@ def _make_check_info(item: pytest.Item) -> CheckInfo | None:
     return CheckInfo(check, scenario, function, backend, subject, unavailable)
 
 
+def _own_check_info(item: pytest.Item, backend: Backend, ids: str) -> CheckInfo | None:
+    """A user's marked test: the check is its node id without the backend (so that it lines up
+    across platforms), grouped by its file, with the user's own code as its subject."""
+    if item.get_closest_marker(USER_MARKER) is None:
+        return None
+    others = re.sub(f"(^|-){re.escape(backend.name)}(-|$)", "-", ids, count=1).strip("-")
+    function = item.nodeid.split("[", 1)[0]
+    check = function + (f"[{others}]" if others else "")
+    unavailable = None
+    if not backend.is_available():
+        unavailable = f"{backend.name}: {backend.unavailable_reason}"
+    scenario = function.split("::", 1)[0]
+    return CheckInfo(check, scenario, function, backend, None, unavailable, own=True)
+
+
 def fixtures_only(item: pytest.Item) -> set[str]:
     """The item's fixtures, less the scenario's own parameters (those other than backend and
     subject), which are recorded with the example so a repro can pass them again."""
     callspec = getattr(item, "callspec", None)
-    params = set(callspec.params) - {BACKEND_ARG, SUBJECT_ARG} if callspec is not None else set()
+    ours = {BACKEND_ARG, SUBJECT_ARG, BACKEND_PARAM}
+    params = set(callspec.params) - ours if callspec is not None else set()
     return set(getattr(item, "fixturenames", ())) - params

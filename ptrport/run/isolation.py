@@ -321,7 +321,9 @@ class IsolatedChecks:
             return False
         if self.settings.isolate is not None:
             return self.settings.isolate
-        return info.backend.device.type != "cpu" or isinstance(info.subject, UserSubject)
+        return (
+            info.backend.device.type != "cpu" or info.own or isinstance(info.subject, UserSubject)
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(

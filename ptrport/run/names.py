@@ -7,6 +7,15 @@ MARKER = "ptrport_scenario"
 REAL_MEMORY = "real_memory"
 """The marker's keyword for a scenario whose checks copy real allocations: only those run on
 a backend that places allocations."""
+USER_MARKER = "ptrport"
+"""The marker of a user's own test: it runs once per backend of the run, in that backend's
+scope (``@pytest.mark.ptrport``, ``@pytest.mark.ptrport(backends=[...])``)."""
+BACKENDS_KEYWORD = "backends"
+BACKEND_PARAM = "ptrport_backend"
+"""What a user's marked test is parametrized over (a name of ours, so that a fixture of the
+user's named ``backend`` stays theirs); also the plugin's fixture that refuses an unmarked
+test."""
+DEVICE_FIXTURE = "ptrport_device"
 SCENARIOS_PACKAGE = "ptrport.scenarios"
 RESULT_ATTRIBUTE = "ptrport_result"
 """The attribute of a teardown report that holds its check's result record."""

@@ -9,6 +9,7 @@ both with pytest's reports.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis.errors import FailedHealthCheck
 
+from ptrport.addresses import to_hex
 from ptrport.check import examples
+from ptrport.device import presentation
 from ptrport.errors import exception_message
 from ptrport.report.records import Outcome, describe_example
 from ptrport.run.collection import CheckInfo, check_info, fixtures_only
@@ -46,9 +49,30 @@ class CheckOutcomes:
         """Told where each example is (an isolated child tells its parent)."""
         self._examples = examples.ExampleLog()
         self._pending: dict[str, _Pending] = {}
+        self._scopes: dict[str, contextlib.ExitStack] = {}
+        """A user's test's backend scope, open from its setup to the end of its teardown."""
 
     def pytest_runtest_logstart(self) -> None:
         self._examples = examples.ExampleLog(on_progress=self.on_progress)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
+        info = check_info(item)
+        if info is not None and info.own:
+            # A user's fixtures make tensors and take their addresses too: the whole test,
+            # setup to teardown, runs in its backend's scope.
+            scope = self._scopes[item.nodeid] = contextlib.ExitStack()
+            scope.enter_context(info.backend.running())
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, object, object]:
+        try:
+            return (yield)
+        finally:
+            scope = self._scopes.pop(item.nodeid, None)
+            if scope is not None:
+                scope.close()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
@@ -63,6 +87,8 @@ class CheckOutcomes:
                 log=self._examples,
                 fixtures=fixtures_only(item),
             )
+        if info.own:  # in its scope since its setup
+            return (yield)
         # The check's whole body, every example included, runs in its backend's scope: on an
         # upper-half backend data_ptr() is presented there, and restored however it ends.
         with info.backend.running():
@@ -95,6 +121,8 @@ class CheckOutcomes:
         pending = self._pending.setdefault(item.nodeid, _Pending())
         pending.duration_s += report.duration
         outcome, message = classify(report, call, info)
+        if info.own and outcome == Outcome.FAILED and message is not None:
+            message += _placed_here()
         first = outcome is not None and pending.outcome is None
         if first or (outcome == Outcome.ERROR and pending.outcome == Outcome.PASSED):
             pending.outcome, pending.message = outcome, message
@@ -117,6 +145,14 @@ class CheckOutcomes:
             else (),
         )
         setattr(report, RESULT_ATTRIBUTE, result.to_record())
+
+
+def _placed_here() -> str:
+    """Where the failed test placed memory, for its message: ``(placed at 0x8000...)``. An
+    overflow says nothing of the address that caused it."""
+    memory = presentation.active()
+    placed = memory.placements() if memory is not None else []
+    return f" (placed at {', '.join(to_hex(a) for a in placed)})" if placed else ""
 
 
 def classify(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ptrport.check import controls
+from ptrport.check.user_subjects import UserSubject
 from ptrport.device.fingerprint import execution_target, platform_fingerprint
 from ptrport.report.platform_report import (
     FINISHED,
@@ -160,6 +161,11 @@ class RunReport:
                 name: s.contract.to_record()
                 for name, s in settings.subjects.items()
                 if s.contract.declared
+            },
+            subject_specs={
+                name: s.spec
+                for name, s in settings.subjects.items()
+                if isinstance(s, UserSubject) and s.spec is not None
             },
         )
 

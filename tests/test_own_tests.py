@@ -1,0 +1,340 @@
+"""A user's own tests marked ``@pytest.mark.ptrport``: collected once per backend, run in its
+scope with the ``ptrport_device`` fixture, recorded like scenario checks, and rerun by command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenario_runs import use_profile
+
+KERNEL = """
+import ctypes
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    n = tl.load(sizes + i)
+    src = tl.load(src_ptrs + i).to(tl.pointer_type(tl.uint8))
+    dst = tl.load(dst_ptrs + i).to(tl.pointer_type(tl.uint8))
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+
+def copy_through_a_table(src, dst, dtype):
+    table = torch.tensor([[src.data_ptr()], [dst.data_ptr()], [src.numel()]], dtype=dtype)
+    table = table.to(dtype)
+    copy_kernel[(1,)](table[0], table[1], table[2], BLOCK=32)
+"""
+
+
+def _report(pytester: pytest.Pytester) -> list[dict[str, Any]]:
+    (path,) = (pytester.path / "reports").glob("*.json")
+    results: list[dict[str, Any]] = json.loads(path.read_text())["results"]
+    return results
+
+
+def _outcomes(pytester: pytest.Pytester) -> list[tuple[str, str, str]]:
+    return sorted((r["check"], r["backend"], r["outcome"]) for r in _report(pytester))
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    use_profile(pytester, max_examples=30)
+    # The profile's conftest marks every module a scenario: these are the user's own tests.
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text().split("def pytest_collectstart")[0])
+    return pytester
+
+
+class TestCollection:
+    def test_a_marked_test_runs_once_per_backend_and_the_others_once(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile(
+            test_mixed=KERNEL
+            + """
+@pytest.fixture
+def backend():
+    return "sqlite"
+
+
+@pytest.mark.ptrport
+def test_copy(ptrport_device):
+    src = torch.arange(64, dtype=torch.uint8, device=ptrport_device.device)
+    dst = torch.zeros(64, dtype=torch.uint8, device=ptrport_device.device)
+    copy_through_a_table(src, dst, torch.uint64)
+    assert torch.equal(src, dst)
+
+
+def test_plain():
+    assert True
+
+
+def test_their_backend(backend):
+    assert backend == "sqlite"
+"""
+        )
+        result = project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "--no-isolate")
+        result.assert_outcomes(passed=5)
+        result.stdout.no_fnmatch_line("*test_plain[[]*")
+        assert _outcomes(project) == [
+            ("test_mixed.py::test_copy", backend, "passed")
+            for backend in ("cpu", "cpu-tbi", "cpu-usm")
+        ]
+        assert {r["subject"] for r in _report(project)} == {"own test"}
+
+    def test_a_marker_on_a_class_or_a_module_marks_its_tests_and_backends_restrict_them(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile(
+            test_marked="""
+import pytest
+
+pytestmark = pytest.mark.ptrport(backends=["cpu-usm"])
+
+
+def test_module_level(ptrport_device):
+    assert ptrport_device.name == "cpu-usm" and ptrport_device.presented
+
+
+class TestGroup:
+    def test_in_class(self, ptrport_device):
+        assert ptrport_device.kind == "cpu" and not ptrport_device.can_pin
+"""
+        )
+        result = project.runpytest("--backend=cpu,cpu-usm", "--no-isolate")
+        result.assert_outcomes(passed=2)
+        assert [(c, b) for c, b, _ in _outcomes(project)] == [
+            ("test_marked.py::TestGroup::test_in_class", "cpu-usm"),
+            ("test_marked.py::test_module_level", "cpu-usm"),
+        ]
+
+    def test_the_fixture_without_the_marker_is_an_error_saying_to_add_it(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile("def test_x(ptrport_device):\n    pass\n")
+        result = project.runpytest()
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(
+            ["*the ptrport_device fixture is for tests marked @pytest.mark.ptrport: add the*"]
+        )
+
+    def test_a_backends_keyword_that_is_not_a_list_is_a_usage_error(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile(
+            "import pytest\n\n@pytest.mark.ptrport(backends='cpu')\ndef test_x():\n    pass\n"
+        )
+        result = project.runpytest()
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*takes a list of backend names, not 'cpu'"])
+
+
+class TestPlacement:
+    def test_a_tensor_placed_at_2_63_is_copied_there_and_an_int64_table_names_it(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile(
+            test_place=KERNEL
+            + """
+@pytest.mark.ptrport
+@pytest.mark.parametrize("dtype", [torch.uint64, torch.int64], ids=["uint64", "int64"])
+def test_copy_at_2_63(ptrport_device, dtype):
+    src = torch.arange(64, dtype=torch.uint8)
+    dst = torch.zeros(64, dtype=torch.uint8)
+    ptrport_device.place(src, at=1 << 63)
+    assert src.data_ptr() == 1 << 63
+    copy_through_a_table(src, dst, dtype)
+    assert torch.equal(src, dst)
+"""
+        )
+        project.runpytest("--backend=cpu,cpu-usm", "--no-isolate")
+        by_check = {(r["check"], r["backend"]): r for r in _report(project)}
+        for backend in ("cpu", "cpu-usm"):
+            assert (
+                by_check[("test_place.py::test_copy_at_2_63[uint64]", backend)]["outcome"]
+                == "passed"
+            )
+            failed = by_check[("test_place.py::test_copy_at_2_63[int64]", backend)]
+            assert failed["outcome"] == "failed"
+            assert "Overflow" in failed["message"]
+            assert failed["message"].endswith("(placed at 0x8000000000000000)")
+
+    def test_placement_where_memory_cannot_be_placed_skips_the_test(self) -> None:
+        from ptrport.device.backends import CudaBackend
+        from ptrport.run.own_tests import PtrportDevice
+
+        torch = pytest.importorskip("torch")
+        with pytest.raises(pytest.skip.Exception, match="cannot place memory on cuda"):
+            PtrportDevice(CudaBackend()).place(torch.zeros(8), at=1 << 63)
+
+
+class TestResults:
+    def test_a_crash_is_one_result_and_the_run_goes_on_to_a_complete_report(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile(
+            test_crash="""
+import ctypes
+
+import pytest
+import torch
+
+
+@pytest.mark.ptrport(backends=["cpu-usm"])
+def test_memmove_at_a_presented_address(ptrport_device):
+    src = torch.arange(64, dtype=torch.uint8)
+    dst = torch.zeros(64, dtype=torch.uint8)
+    ctypes.memmove(dst.data_ptr(), src.data_ptr(), 64)
+
+
+@pytest.mark.ptrport(backends=["cpu-usm"])
+def test_after_it(ptrport_device):
+    assert ptrport_device.presented
+"""
+        )
+        project.runpytest("--backend=cpu-usm")
+        (path,) = (project.path / "reports").glob("*.json")
+        assert json.loads(path.read_text())["complete"] is True
+        assert _outcomes(project) == [
+            ("test_crash.py::test_after_it", "cpu-usm", "passed"),
+            ("test_crash.py::test_memmove_at_a_presented_address", "cpu-usm", "crashed"),
+        ]
+
+    def test_a_hypothesis_test_shrinks_to_2_63_and_the_report_has_the_counterexample(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile(
+            test_given="""
+import pytest
+from hypothesis import given
+
+import ptrport.strategies
+
+
+@pytest.mark.ptrport
+@given(address=ptrport.strategies.addresses(), batch=ptrport.strategies.copy_batches())
+def test_fits_int64(ptrport_device, address, batch):
+    assert address < 2**63
+"""
+        )
+        project.runpytest("--backend=cpu,cpu-placed", "--no-isolate")
+        results = _report(project)
+        assert [r["outcome"] for r in results] == ["failed", "failed"]
+        assert all(r["example"]["address"] == "0x8000000000000000" for r in results)
+
+    def test_xdist_gives_the_same_results_as_a_serial_run(self, project: pytest.Pytester) -> None:
+        project.makepyfile(
+            test_spread="""
+import pytest
+
+
+@pytest.mark.ptrport
+@pytest.mark.parametrize("n", range(3))
+def test_n(ptrport_device, n):
+    assert n != 2 or ptrport_device.name != "cpu-tbi"
+"""
+        )
+        project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "--no-isolate")
+        serial = _outcomes(project)
+        project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "-n", "2")
+        assert _outcomes(project) == serial
+        assert ("test_spread.py::test_n[2]", "cpu-tbi", "failed") in serial
+
+    def test_repro_prints_the_command_that_reruns_one_failure(
+        self, project: pytest.Pytester
+    ) -> None:
+        import subprocess
+        import sys
+
+        project.makepyfile(
+            test_fails="""
+import pytest
+
+
+@pytest.mark.ptrport
+def test_not_on_usm(ptrport_device):
+    assert ptrport_device.name != "cpu-usm"
+"""
+        )
+        project.runpytest("--backend=cpu,cpu-usm", "--no-isolate")
+        (report,) = (project.path / "reports").glob("*.json")
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ptrport.cli",
+                "report",
+                "repro",
+                str(report),
+                "--check",
+                "test_fails.py::test_not_on_usm",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=project.path,
+        )
+        assert done.returncode == 0, done.stderr
+        command = done.stdout.strip()
+        assert command.endswith(
+            "pytest 'test_fails.py::test_not_on_usm[cpu-usm]' --backend=cpu-usm"
+        )
+        rerun = subprocess.run(
+            command + " -p no:cacheprovider",
+            shell=True,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=project.path,
+        )
+        assert rerun.returncode == 1 and "1 failed" in rerun.stdout, rerun.stdout
+
+
+def test_a_run_with_marked_and_unmarked_tests_leaves_the_unmarked_ones_as_they_are(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_both="""
+import sys
+
+import pytest
+
+seen = []
+
+
+def test_unmarked(request):
+    seen.append(request.node.nodeid)
+    assert not hasattr(request.node, "callspec")
+
+
+@pytest.mark.ptrport(backends=["cpu"])
+def test_marked():
+    pass
+
+
+def test_unmarked_ran_once():
+    assert seen == ["test_both.py::test_unmarked"]
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly", "--no-isolate")
+    result.assert_outcomes(passed=3)
+    assert [r["check"] for r in _report(pytester)] == ["test_both.py::test_marked"]
+
+
+def test_the_readme_documents_the_public_api() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for name in ("@pytest.mark.ptrport", "ptrport_device", "ptrport.strategies", ".place("):
+        assert name in readme
