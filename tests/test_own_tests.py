@@ -302,6 +302,32 @@ def test_not_on_usm(ptrport_device):
         )
         assert rerun.returncode == 1 and "1 failed" in rerun.stdout, rerun.stdout
 
+    def test_the_job_summary_gives_an_own_tests_failure_the_command_that_prints_its_rerun(
+        self, project: pytest.Pytester
+    ) -> None:
+        from ptrport.report.matrix import build_matrix
+        from ptrport.report.platform_report import load_reports
+        from ptrport.report.render import to_html, to_markdown
+
+        project.makepyfile(
+            test_fails="""
+import pytest
+
+
+@pytest.mark.ptrport(backends=["cpu-usm"])
+def test_not_on_usm(ptrport_device):
+    assert ptrport_device.name != "cpu-usm"
+"""
+        )
+        project.runpytest("--backend=cpu-usm", "--no-isolate", "--platform-name=lab")
+        matrix = build_matrix(load_reports([project.path / "reports" / "lab.json"]))
+        command = (
+            "ptrport report repro reports/lab.json --check test_fails.py::test_not_on_usm "
+            "--subject 'own test' --backend cpu-usm"
+        )
+        assert command in to_markdown(matrix)
+        assert "test_fails.py::test_not_on_usm" in to_html(matrix)
+
 
 def test_a_run_with_marked_and_unmarked_tests_leaves_the_unmarked_ones_as_they_are(
     pytester: pytest.Pytester,

@@ -234,3 +234,63 @@ def test_a_repro_on_cpu_placed_places_the_allocations_where_the_report_says(
     assert "'address': '0x7ffffffffffffff0'" in rebuilt
     assert "'placed': 'across 2**63'" in rebuilt
     assert "FAILED: AssertionError" in done.stdout
+
+
+def test_a_repro_of_a_user_subject_loads_it_again_and_fails_the_same_way(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    reports = tmp_path / "reports"
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--backend=cpu-usm",
+            "--subject=examples.batched_copy_buffers:broken",
+            "-k",
+            "batch_copy",
+            f"--report-dir={reports}",
+            "--platform-name=lab",
+            "--pyargs",
+            "ptrport.scenarios",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    path = tmp_path / "repro.py"
+    wrote = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ptrport.cli",
+            "report",
+            "repro",
+            str(reports / "lab.json"),
+            "--check",
+            "batch_copy::test_real_entries_are_copied_exactly",
+            "-o",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert wrote.returncode == 0, wrote.stderr
+    assert "subject_spec='examples.batched_copy_buffers:broken'" in path.read_text()
+    done = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the same failure as reported" in done.stdout
