@@ -19,9 +19,11 @@
 - ``ptrport matrix [KIND...] [--no-run] [--promote]``: the nightly matrix on this machine: tox
   runs each platform kind, then the reports are merged and diffed against the baseline; exit 1
   on a regression or an environment without a report.
-- ``ptrport lint PATH... [--format text|json|sarif] [-o FILE]``: where device addresses flow
-  into storage that cannot hold ``2**63..2**64-1``, found in the source without running it
-  (:mod:`ptrport.lint`); exit 1 when something is found.
+- ``ptrport lint [PATH...] [--format text|json|sarif|github] [-o FILE] [--baseline FILE]``:
+  where device addresses flow into storage that cannot hold ``2**63..2**64-1``, found in the
+  source without running it (:mod:`ptrport.lint`), configured by ``[tool.ptrport.lint]``
+  (:mod:`ptrport.lint.config`); exit 1 when something is found (something new, against a
+  baseline: :mod:`ptrport.lint.baseline`).
 - ``ptrport report merge REPORT... -o OUT [--history DIR [--keep N]]``: the compatibility
   matrix (``.md``, ``.html``, ``.json`` by the extension of OUT); with ``--history``, its JSON
   also kept in DIR as its night, the newest N (default 30) staying (:mod:`ptrport.report.history`).
@@ -505,10 +507,33 @@ def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from ptrport.lint import checker, formats
+    from ptrport.lint import baseline, checker, config, formats
 
-    run = checker.lint_paths(args.paths, jobs=args.jobs)
-    rendered = formats.render(run, args.format)
+    project = config.read_config(args.config) if args.config else config.find_config(Path.cwd())
+    options = config.lint_options(
+        project,
+        paths=args.paths,
+        exclude=args.exclude,
+        select=args.select,
+        ignore=args.ignore,
+        baseline=args.baseline,
+    )
+    accepted = None
+    if options.baseline is not None and args.write_baseline is None:
+        accepted = baseline.read_baseline(options.baseline)
+    files = options.python_files()
+    run = options.selected(checker.lint_paths(files, jobs=args.jobs))
+    if args.write_baseline is not None:
+        written = baseline.write_baseline(args.write_baseline, run)
+        print(formats.summary(run))
+        noun = "finding" if written == 1 else "findings"
+        print(f"ptrport lint: wrote {written} {noun} to the baseline {args.write_baseline}")
+        return 0
+    comparison = None
+    if accepted is not None:
+        comparison = baseline.compare(run, accepted, files, options.rules)
+        run = comparison.run
+    rendered = formats.render(run, args.format, comparison)
     if args.output is None:
         sys.stdout.write(rendered)
     else:
@@ -516,7 +541,7 @@ def _lint(args: argparse.Namespace) -> int:
             args.output.write_text(rendered, encoding="utf-8")
         except OSError as exc:
             raise HarnessError(f"{args.output}: cannot write: {exc.strerror}") from None
-        print(formats.summary(run))
+        print(formats.summary(run, comparison))
     return 1 if run.reported else 0
 
 
@@ -524,17 +549,27 @@ def _lint_command(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     lint_ = commands.add_parser(
         "lint",
         help="find where device addresses meet int64, narrow or float storage in Python "
-        "source, without running it; exit 1 if any",
+        "source, without running it; exit 1 if any (new ones, with a baseline)",
         description="Reads every *.py file under each PATH (hidden directories, caches and "
         "virtual environments left out). A site is accepted with a comment on its line: "
-        "# ptrport: ignore[RULE] reason.",
+        "# ptrport: ignore[RULE] reason. The [tool.ptrport.lint] table of the first "
+        "pyproject.toml from here upwards that has one sets paths, exclude, select, ignore and "
+        "baseline; each option below replaces its key. Exit status: 0 nothing found (nothing "
+        "new, with a baseline), 1 findings, 2 bad input.",
     )
-    lint_.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="file or directory")
+    lint_.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="file or directory (default: the configuration's paths, else .)",
+    )
     lint_.add_argument(
         "--format",
         choices=FORMATS,
         default="text",
-        help="text (default), json, or sarif (SARIF 2.1.0, for GitHub code scanning)",
+        help="text (default), json, sarif (SARIF 2.1.0, for GitHub code scanning), or github "
+        "(workflow annotations)",
     )
     lint_.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
     lint_.add_argument(
@@ -542,6 +577,38 @@ def _lint_command(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         type=_repeat,
         metavar="N",
         help="processes for a large tree (default: one per CPU)",
+    )
+    for option, what in (("select", "report only"), ("ignore", "do not report")):
+        lint_.add_argument(
+            f"--{option}",
+            action="append",
+            metavar="RULE[,RULE]",
+            help=f"{what} these rules (repeatable)",
+        )
+    lint_.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="leave out files whose path from here, or a directory or name in it, matches "
+        "(repeatable)",
+    )
+    lint_.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="fail only on findings this baseline does not hold; list its stale entries",
+    )
+    lint_.add_argument(
+        "--write-baseline",
+        type=Path,
+        metavar="FILE",
+        help="write every finding to this baseline and exit 0",
+    )
+    lint_.add_argument(
+        "--config",
+        type=Path,
+        metavar="PYPROJECT",
+        help="read [tool.ptrport.lint] from this file instead",
     )
     lint_.set_defaults(run=_lint)
 
