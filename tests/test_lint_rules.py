@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ptrport.lint import reinterpret
 from ptrport.lint.checker import LintRun, lint_paths
+from ptrport.lint.library import opens_ipc_memory
 from ptrport.lint.reinterpret import Reading
 from tests.lint_markers import compare, describe, labels
 
@@ -228,6 +229,92 @@ CASES = {
             table[1] = ctypes.addressof(obj)  # expect: signed-storage
             table[2] = t.__cuda_array_interface__["shape"][0]  # clean
     """,
+    "torch symmetric memory": """
+        import torch.distributed._symmetric_memory as symm_mem
+        from torch._C._distributed_c10d import _SymmetricMemory
+
+        def peer_tables(t, group, n):
+            handle = symm_mem.rendezvous(t, group)
+            peers = torch.tensor(handle.buffer_ptrs, dtype=torch.int64)  # expect: signed-storage
+            same = torch.tensor(handle.buffer_ptrs, dtype=torch.uint64)  # clean
+            pads = torch.tensor(handle.signal_pad_ptrs)  # expect: inferred-int64
+            table = torch.zeros(n, dtype=torch.int64)
+            table[0] = handle.multicast_ptr  # expect: signed-storage
+            table[1] = handle.buffer_ptrs_dev  # expect: signed-storage
+            table[2] = handle.signal_pad_ptrs_dev  # expect: signed-storage
+            table[3] = handle.world_size  # clean
+            unsigned = torch.zeros(n, dtype=torch.uint64)
+            unsigned[0] = handle.multicast_ptr  # clean
+            unsigned[1] = handle.signal_pad_ptrs_dev  # clean
+            return peers, same, pads
+
+        def multicast(t):
+            ptrs = _SymmetricMemory.rendezvous(t).buffer_ptrs
+            a = np.array(ptrs, dtype=np.int64)  # expect: signed-storage
+            b = np.array(ptrs, dtype=np.uint64)  # clean
+            return a, b
+    """,
+    "IPC open calls": """
+        from cuda import cudart
+
+        def open_peers(lib, handles, n):
+            table = torch.zeros(n, dtype=torch.int64)
+            unsigned = torch.zeros(n, dtype=torch.uint64)
+            pointer = lib.cudaIpcOpenMemHandle(handles[0])
+            table[0] = pointer.value  # expect: signed-storage
+            unsigned[0] = pointer.value  # clean
+            table[1] = lib.hipIpcOpenMemHandle(handles[1]).value  # expect: signed-storage
+            table[2] = open_ipc_handle(handles[2])  # expect: signed-storage
+            table[3] = ipc_open(handles[3])  # expect: signed-storage
+            err, ptr = cudart.cudaIpcOpenMemHandle(handles[4], 1)
+            table[4] = ptr  # expect: signed-storage
+            unsigned[4] = ptr  # clean
+            table[5] = err  # clean
+            table[6] = lib.cudaIpcOpenEventHandle(handles[5])  # clean
+            table[7] = lib.is_ipc_open(handles[6])  # clean
+            status = libcudart.cudaIpcOpenMemHandle(ctypes.byref(ctypes.c_void_p()), handles[7], 1)
+            table[8] = status  # clean
+    """,
+    "numpy and ctypes addresses": """
+        def host_addresses(arr, obj, n):
+            table = np.zeros(n, dtype=np.int64)
+            unsigned = np.zeros(n, dtype=np.uint64)
+            table[0] = arr.ctypes.data  # expect: signed-storage
+            unsigned[0] = arr.ctypes.data  # clean
+            table[1] = arr.__array_interface__["data"][0]  # expect: signed-storage
+            unsigned[1] = arr.__array_interface__["data"][0]  # clean
+            table[2] = arr.__array_interface__["shape"][0]  # clean
+            pointer = ctypes.cast(ctypes.byref(obj), ctypes.c_void_p)
+            table[3] = pointer.value  # expect: signed-storage
+            unsigned[3] = ctypes.cast(ctypes.byref(obj), ctypes.c_void_p).value  # clean
+            table[4] = ctypes.cast(obj, ctypes.POINTER(ctypes.c_int)).contents.value  # clean
+            table[5] = arr.ctypes.shape[0]  # clean
+            b = torch.tensor([arr.ctypes.data], dtype=torch.int32)  # expect: narrow-storage
+            return b
+    """,
+    "bit tests": """
+        KERNEL_BIT = 1 << 63
+
+        def describe(t, ts):
+            ptr = t.data_ptr()
+            if ptr & (1 << 63):  # clean
+                kind = "kernel"
+            while ptr >> 63 and ts:  # clean
+                ts.pop()
+            assert not ptr & KERNEL_BIT  # clean
+            tag = "kernel" if ptr & KERNEL_BIT else "user"  # clean
+            flag = bool(ptr & 0x7FFF_FFFF_FFFF_FFFF)  # clean
+            if (ptr & (1 << 63)) != 0 and ptr >> 63 == 1:  # clean
+                kind = "both"
+            kernels = [t for t in ts if t.data_ptr() & KERNEL_BIT]  # clean
+            bits = ptr - 2**64 if ptr & (1 << 63) else ptr  # clean
+            wrong = ptr - 2**63 if ptr & (1 << 63) else ptr  # expect: bad-bitcast
+            if (ptr - 2**63) & 0xFFF:  # expect: bad-bitcast
+                kind = "offset"
+            low = ptr & 0x7FFF_FFFF_FFFF_FFFF  # expect: bad-bitcast
+            table = torch.tensor([bits], dtype=torch.int64)  # clean
+            return kind, tag, flag, kernels, wrong, low, table
+    """,
 }
 
 
@@ -361,3 +448,51 @@ def test_the_fix_names_the_storage_where_it_is_made(tmp_path: Path) -> None:
         "create `self.buffer` with dtype=torch.uint64 (at line 13)",
         "create the tensor it views with dtype=torch.uint64 (at line 14)",
     ]
+
+
+# The address sources a file may name alone.
+
+ONLY_SOURCE = {
+    "arr.ctypes.data": "arr.ctypes.data",
+    "__array_interface__": 'arr.__array_interface__["data"][0]',
+    "ctypes.cast": "ctypes.cast(arr, ctypes.c_void_p).value",
+    "rendezvous": "symm_mem.rendezvous(arr, group).multicast_ptr",
+    "cudaIpcOpenMemHandle": "lib.cudaIpcOpenMemHandle(handle).value",
+    "ipc_open": "ipc_open(handle)",
+    "open_ipc": "lib.open_ipc_handle(handle)",
+}
+
+
+@pytest.mark.parametrize("name", list(ONLY_SOURCE))
+def test_a_file_whose_only_address_source_is_a_new_one_is_read(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "only.py"
+    path.write_text(
+        "import ctypes\n\nimport numpy as np\nimport torch.distributed._symmetric_memory as "
+        f"symm_mem\n\n\ndef stage(arr, lib, handle, group):\n    table = np.zeros(4, "
+        f"dtype=np.int64)\n    table[0] = {ONLY_SOURCE[name]}\n",
+        encoding="utf-8",
+    )
+    assert [(f.line, f.rule) for f in lint_paths([path]).findings] == [(9, "signed-storage")]
+
+
+@pytest.mark.parametrize(
+    ("name", "opens"),
+    [
+        ("cudaIpcOpenMemHandle", True),
+        ("hipIpcOpenMemHandle", True),
+        ("cuIpcOpenMemHandle", True),
+        ("ipc_open", True),
+        ("ipc_open_mem_handle", True),
+        ("open_ipc_handle", True),
+        ("_open_ipc_buffer", True),
+        ("IPC_OPEN", True),
+        ("cudaIpcOpenEventHandle", False),
+        ("open_ipc_event", False),
+        ("is_ipc_open", False),
+        ("reopen_ipc", False),
+        ("cudaIpcGetMemHandle", False),
+        ("open", False),
+    ],
+)
+def test_ipc_open_calls_are_named_as_such(name: str, opens: bool) -> None:
+    assert opens_ipc_memory(name) is opens

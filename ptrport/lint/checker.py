@@ -1,32 +1,71 @@
 """``ptrport lint PATH...``: every Python file under the paths, analysed file by file (in
 parallel on a large tree), Triton launches matched with kernels from any file, ignore comments
-applied."""
+applied.
+
+What a module imports from another module of the tree is looked up in the run's one
+:class:`~ptrport.lint.tree_index.TreeIndex`, built only where it can change a finding. A run
+goes in up to three steps, each split across the processes:
+
+1. every file is analysed alone (:func:`_lint`): it says which names of other modules it
+   looked up, whether it stores an address into storage whose dtype it cannot see, and
+   whether it stores what it cannot see into storage that cannot hold an address; it gives
+   the shapes of its classes and functions that hold addresses;
+2. the modules defining the names looked up by files of the first kind are analysed for
+   their shapes (:func:`_shape`), which make the index with those holding addresses;
+3. the files whose lookups the index answers are analysed again with it (:func:`_index`).
+"""
 
 from __future__ import annotations
 
 import ast
 import gc
 import os
+import re
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from ptrport.errors import HarnessError
 from ptrport.lint.dtypes import Width
 from ptrport.lint.flow import ModuleFlow
 from ptrport.lint.rules import RULES, Finding, fix_for, passed
 from ptrport.lint.suppressions import Ignore, ignores
+from ptrport.lint.tree_index import (
+    ModuleFile,
+    ModuleNames,
+    Shape,
+    TreeIndex,
+)
 from ptrport.lint.values import Holds, Kernel, Launch, Site
 
-TRIGGERS = ("data_ptr", "addressof", "__cuda_array_interface__", "triton")
+TRIGGERS = (
+    "data_ptr",
+    "addressof",
+    "__cuda_array_interface__",
+    "__array_interface__",
+    "ctypes.data",
+    "c_void_p",
+    "rendezvous",
+    "IpcOpen",
+    "ipc_open",
+    "open_ipc",
+    "triton",
+)
 """A file holding none of these has no address source and no Triton kernel (whose decorator is
 ``triton.jit`` through an import that names triton): it is not parsed."""
+STORAGE_WORDS = ("dtype", "Tensor(", "arange", "dataclass", "NamedTuple", *TRIGGERS)
+"""A class or function of another module whose text holds none of these makes no storage of a
+known dtype, gives no address and binds no fields: it is not indexed."""
+_TOP_LEVEL = re.compile(r"^(?:@|class\s|def\s|async\s+def\s)", re.MULTILINE)
 SKIPPED_DIRECTORIES = frozenset(
     {"__pycache__", "node_modules", "site-packages", "build", "dist", ".git", ".tox", ".nox"}
 )
+_T = TypeVar("_T")
+_I = TypeVar("_I")
 Span = tuple[int, int, int, int]
 """Line, column, end line, end column: 1-based, in characters."""
 _PARALLEL_FROM = 200
@@ -55,6 +94,15 @@ class FileResult:
     ignores: dict[int, Ignore] = field(default_factory=dict)
     unparsed: list[Unparsed] = field(default_factory=list)
     """The file, where it could not be read or parsed; else the statements not followed."""
+    consulted: frozenset[str] = frozenset()
+    """The names imported from other modules that it looked up."""
+    unknown_storage: bool = False
+    """Whether it stores an address into storage whose dtype it cannot see (which what it
+    looked up may decide)."""
+    unknown_stored: bool = False
+    """Whether it stores what it cannot see into storage that cannot hold addresses."""
+    exports: list[Shape] = field(default_factory=list)
+    """The shapes of its classes and functions that hold addresses."""
 
 
 @dataclass
@@ -105,26 +153,45 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(directory, name)
 
 
-def lint_source(source: str, path: str) -> FileResult:
-    """One file's findings (before ignore comments), kernels and launches."""
-    result = FileResult(path, ignores=ignores(source))
-    if not any(trigger in source for trigger in TRIGGERS):
-        return result
+def _triggered(source: str) -> bool:
+    return any(trigger in source for trigger in TRIGGERS)
+
+
+def _parse(source: str, path: str) -> ast.Module | Unparsed:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
-            tree = ast.parse(source, filename=path)
+            return ast.parse(source, filename=path)
     except SyntaxError as exc:
-        result.unparsed.append(Unparsed(path, exc.lineno or 1, exc.offset or 1, exc.msg))
-        return result
+        return Unparsed(path, exc.lineno or 1, exc.offset or 1, exc.msg)
     except ValueError as exc:
-        result.unparsed.append(Unparsed(path, 1, 1, str(exc)))
-        return result
+        return Unparsed(path, 1, 1, str(exc))
     except (RecursionError, MemoryError):
-        result.unparsed.append(Unparsed(path, 1, 1, _TOO_DEEP))
+        return Unparsed(path, 1, 1, _TOO_DEEP)
+
+
+def lint_source(
+    source: str,
+    path: str,
+    *,
+    module: ModuleFile | None = None,
+    index: TreeIndex | None = None,
+) -> FileResult:
+    """One file's findings (before ignore comments), kernels and launches; ``module`` names it
+    in the tree whose ``index`` holds what it imports from the other modules."""
+    result = FileResult(path, ignores=ignores(source))
+    if not _triggered(source):
+        return result
+    tree = _parse(source, path)
+    if isinstance(tree, Unparsed):
+        result.unparsed.append(tree)
         return result
     try:
-        flow = ModuleFlow(tree).run()
+        flow = ModuleFlow(tree, module, index).run()
+        result.consulted = frozenset(flow.consulted)
+        result.unknown_storage = flow.unknown_storage
+        result.unknown_stored = flow.unknown_stored
+        result.exports = flow.address_shapes()
     except RecursionError:
         # Outside any one statement (a class body's assignment): the file is not followed.
         result.unparsed.append(Unparsed(path, 1, 1, _TOO_DEEP))
@@ -142,18 +209,57 @@ def lint_source(source: str, path: str) -> FileResult:
     return result
 
 
-def lint_file(path: Path) -> FileResult:
+def lint_file(
+    path: Path, *, module: ModuleFile | None = None, index: TreeIndex | None = None
+) -> FileResult:
     name = path.as_posix()
     try:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return FileResult(name, unparsed=[Unparsed(name, 1, 1, f"cannot read: {exc}")])
-    return lint_source(source, name)
+    return lint_source(source, name, module=module, index=index)
 
 
-def _files(paths: list[Path]) -> list[FileResult]:
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _shape(tasks: list[tuple[ModuleFile, tuple[str, ...]]]) -> list[tuple[str, dict[str, Shape]]]:
+    """What each module's names (asked for by the others) are, for those whose definition
+    makes storage or holds an address (read from its text before the module is parsed)."""
+    found = []
     with _fewer_collections():
-        return [lint_file(path) for path in paths]
+        for module, asked in tasks:
+            source = _read(module.path) or ""
+            names = [name for name in asked if _makes_storage(source, name)]
+            tree = _parse(source, module.path) if names else None
+            if not isinstance(tree, ast.Module):
+                continue
+            try:
+                found.append((module.path, ModuleFlow(tree, module).shapes(names)))
+            except RecursionError:
+                continue
+    return found
+
+
+def _makes_storage(source: str, name: str) -> bool:
+    """Whether the top-level class or function ``name`` of ``source`` mentions a dtype, a
+    typed tensor, an address source or fields (its text, decorators included, up to the next
+    top-level definition)."""
+    start = re.search(rf"^(?:@.*\n)*(?:class|def|async def)\s+{name}\b", source, re.MULTILINE)
+    if start is None:
+        return False
+    end = _TOP_LEVEL.search(source, start.end())
+    text = source[start.start() : end.start() if end else len(source)]
+    return any(word in text for word in STORAGE_WORDS)
+
+
+def _lint(modules: list[ModuleFile], index: TreeIndex) -> list[FileResult]:
+    with _fewer_collections():
+        return [lint_file(Path(m.path), module=m, index=index) for m in modules]
 
 
 @contextmanager
@@ -173,14 +279,95 @@ def lint_paths(paths: Sequence[Path], *, jobs: int | None = None) -> LintRun:
     """Lint every Python file under ``paths`` with ``jobs`` processes (default: one per CPU for
     a large tree, this process for a small one)."""
     files = python_files(paths)
+    names = ModuleNames.of(paths, files)
+    modules = [names.files[path.as_posix()] for path in files]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    if workers > 1 and len(files) >= _PARALLEL_FROM:
-        chunks = [files[start::workers] for start in range(workers)]
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = [result for part in pool.map(_files, chunks) for result in part]
-    else:
-        results = _files(files)
+    with _Workers(workers if len(files) >= _PARALLEL_FROM else 1) as split:
+        results = split.map(_lint, modules, TreeIndex())
+        index, again = _index(split, results, names)
+        if again:
+            redone = {r.path: r for r in split.map(_lint, again, index)}
+            results = [redone.get(result.path, result) for result in results]
     return _combine(results, len(files))
+
+
+def _index(
+    split: _Workers, results: list[FileResult], names: ModuleNames
+) -> tuple[TreeIndex, list[ModuleFile]]:
+    """The index of what the files looked up in other modules, where it may change their
+    findings, and the files to analyse again with it:
+
+    - a file storing an address into storage whose dtype it cannot see: every name it looked
+      up, as its module's shape (:func:`_shape`);
+    - a file storing what it cannot see into storage that cannot hold an address: the names
+      it looked up that hold addresses (as their own modules found), where it names what
+      gives them.
+    """
+    holding = {
+        (result.path, shape.name.rpartition(".")[2]): shape
+        for result in results
+        for shape in result.exports
+    }
+    index = TreeIndex()
+    again: set[str] = set()
+    wanted: dict[str, dict[str, set[str]]] = {}
+    asking: dict[str, set[str]] = {}
+    for result in results:
+        source: str | None = None
+        for key in result.consulted:
+            module, _, name = key.rpartition(".")
+            provider = names.path_of(module) if module else None
+            if provider is None or provider == result.path:
+                continue
+            shape = holding.get((provider, name))
+            if shape is not None and result.unknown_stored:
+                source = source if source is not None else _read(result.path) or ""
+            if shape is not None and source and _names(source, shape):
+                index.shapes[key] = shape
+                again.add(result.path)
+            elif result.unknown_storage:
+                wanted.setdefault(provider, {}).setdefault(name, set()).add(key)
+                asking.setdefault(key, set()).add(result.path)
+    tasks = [(names.files[path], tuple(sorted(asked))) for path, asked in sorted(wanted.items())]
+    for path, shapes in split.map(_shape, tasks):
+        for name, shape in shapes.items():
+            index.shapes[shape.name] = shape
+            for key in wanted[path].get(name, ()):
+                index.shapes[key] = shape
+                if not shape.empty:
+                    again.update(asking[key])
+    return index, [names.files[path] for path in sorted(again)]
+
+
+def _names(source: str, shape: Shape) -> bool:
+    """Whether ``source`` names an attribute, method or function through which ``shape`` gives
+    addresses."""
+    return any(
+        name in source and re.search(rf"\b{name}\b", source) for name in shape.giving_addresses()
+    )
+
+
+class _Workers:
+    """Work split across ``count`` processes (kept for the whole run), or done here for one."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.pool = ProcessPoolExecutor(max_workers=count) if count > 1 else None
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+
+    def map(self, work: Callable[..., list[_T]], items: list[_I], *shared: object) -> list[_T]:
+        """``work(chunk, *shared)`` over ``items`` in ``count`` chunks, the results in one list."""
+        if self.pool is None:
+            return work(items, *shared)
+        chunks = [items[start :: self.count] for start in range(self.count)]
+        parts = self.pool.map(work, chunks, *([value] * len(chunks) for value in shared))
+        return [result for part in parts for result in part]
 
 
 def _combine(results: Iterable[FileResult], count: int) -> LintRun:

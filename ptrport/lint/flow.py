@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -29,6 +30,7 @@ from ptrport.lint import dtypes, reinterpret, rules
 from ptrport.lint.dtypes import Dtype, Width
 from ptrport.lint.library import (
     ADDRESS_SOURCES,
+    ARRAY_INTERFACES,
     BUILTIN_CONTAINERS,
     BYTES,
     CONSTRUCTORS,
@@ -38,15 +40,31 @@ from ptrport.lint.library import (
     FILLED,
     GROWING,
     OPAQUE_BUILTINS,
+    OUT_POINTERS,
     PACKING,
     SAME_STORAGE,
     STORAGE_MODULES,
     STORING,
+    SYMMETRIC_MEMORY,
+    SYMMETRIC_MEMORY_ADDRESSES,
+    SYMMETRIC_MEMORY_HANDLES,
     TYPED_TENSORS,
     UNKNOWN,
     UNPACKING,
     VIEW_ATTRIBUTES,
     VIEWING_CALLS,
+    opens_ipc_memory,
+)
+from ptrport.lint.tree_index import (
+    ClassShape,
+    FunctionShape,
+    ModuleFile,
+    Shape,
+    TreeIndex,
+    absolute,
+    classes_named,
+    exported,
+    holds_address,
 )
 from ptrport.lint.values import (
     NOTHING,
@@ -91,6 +109,9 @@ class _ClassPass:
 
 _MAX_DEPTH = 4
 """How deep calls of the module's functions are followed."""
+_SHAPE_DEPTH = 2
+"""How deep they are followed for the shapes the other modules see (a factory calling a
+helper that builds the storage)."""
 
 
 def _is_jit(decorator: ast.expr, qualify: Callable[[ast.expr], str | None]) -> bool:
@@ -100,10 +121,21 @@ def _is_jit(decorator: ast.expr, qualify: Callable[[ast.expr], str | None]) -> b
 
 
 class ModuleFlow:
-    """The analysis of one parsed module: :attr:`sites`, :attr:`kernels`, :attr:`launches`."""
+    """The analysis of one parsed module: :attr:`sites`, :attr:`kernels`, :attr:`launches`;
+    or, for the other modules of the tree, the :meth:`shapes` of its classes and functions.
 
-    def __init__(self, tree: ast.Module) -> None:
+    ``module`` names the file (for its relative imports and for what it tells the others);
+    ``index`` holds what the classes and functions it imports from the tree are."""
+
+    def __init__(
+        self,
+        tree: ast.Module,
+        module: ModuleFile | None = None,
+        index: TreeIndex | None = None,
+    ) -> None:
         self.tree = tree
+        self.module = module or ModuleFile("", "")
+        self.index = index or TreeIndex()
         self.imports: dict[str, str] = {}
         self.functions: dict[str, Function] = {}
         self.classes: dict[str, ClassInfo] = {}
@@ -126,18 +158,118 @@ class ModuleFlow:
         self._verdicts: dict[
             tuple[ast.expr, frozenset[ast.expr], bool], reinterpret.Verdict | None
         ] = {}
+        self._annotated: dict[ast.expr, str | None] = {}
+        self._lineages: dict[str, list[ClassInfo]] = {}
+        self._depth = _MAX_DEPTH
+        self.consulted: set[str] = set()
+        """The names imported from elsewhere that the analysis looked up (classes, functions,
+        annotations), found in :attr:`index` or not."""
+        self.unknown_storage = False
+        """Whether an address is stored into storage whose dtype is not known here (which
+        what :attr:`consulted` names may decide)."""
+        self.unknown_stored = False
+        """Whether what is not known here is stored into storage that cannot hold addresses
+        (which, from what :attr:`consulted` names, may be one)."""
+        self._function_returns: dict[str, Value] = {}
 
     # The passes.
 
     def run(self) -> ModuleFlow:
         self._collect_definitions()
         self._block(self.tree.body, Frame(self.module_env))
-        # Attributes set in one method are read in others. A class's pass stands once every
-        # read it made saw the attribute's final value; the classes whose reads did not are
-        # passed again (a few times at most), starting from what the last passes set.
+        self._settle(list(self.classes.values()))
+        methods = {id(m) for info in self.classes.values() for m in info.methods.values()}
+        for function in self._all_functions:
+            if id(function) not in methods:
+                result, _ = self._run(function, None, [], {}, None, 0)
+                if self.functions.get(function.name) is function:
+                    self._function_returns[function.name] = result
+        return self
+
+    def address_shapes(self) -> list[Shape]:
+        """After :meth:`run`, the shapes of the module's classes and functions that hold
+        addresses."""
+        local = frozenset(self.classes)
+        shapes: list[Shape] = [
+            FunctionShape(_qualified(self.module, name), exported(value, self.module, local))
+            for name, value in self._function_returns.items()
+            if holds_address(value)
+        ]
+        for info in self.classes.values():
+            values = (*info.attributes.values(), *info.returns.values())
+            if any(holds_address(value) for value in values):
+                shapes.append(self._shape(info, local))
+        return shapes
+
+    def shapes(self, names: Iterable[str]) -> dict[str, Shape]:
+        """What the other modules of the tree see of ``names`` (classes and functions defined
+        here), by qualified name; with the classes of this module that their values are."""
+        self._depth = _SHAPE_DEPTH
+        self._collect_definitions()
+        self._block(self.tree.body, Frame(self.module_env))
+        wanted = [name for name in names if name in self.classes or name in self.functions]
+        classes = self._with_bases(self.classes[n] for n in wanted if n in self.classes)
+        self._settle(classes)
+        returns = {
+            name: self._run(self.functions[name], None, [], {}, None, 0)[0]
+            for name in wanted
+            if name not in self.classes
+        }
+        shapes: dict[str, Shape] = {}
+        local = frozenset(self.classes)
+        for name, value in returns.items():
+            shapes[name] = FunctionShape(
+                _qualified(self.module, name), exported(value, self.module, local)
+            )
+        named = [c.name for c in classes]
+        for _ in range(2):
+            for info in classes:
+                shapes[info.name] = self._shape(info, local)
+            more = {
+                name
+                for shape in shapes.values()
+                for value in _values_of(shape)
+                for name in classes_named(value)
+                if name in self.classes and name not in named
+            }
+            if not more:
+                break
+            classes = self._with_bases(self.classes[name] for name in sorted(more))
+            named.extend(info.name for info in classes)
+            self._settle(classes)
+        return shapes
+
+    def _shape(self, info: ClassInfo, local: frozenset[str]) -> ClassShape:
+        """``info`` as the other modules see it (its classes named by ``local``)."""
+        attributes = {}
+        for owner in self._lineage(info):
+            for name in (*owner.attributes, *owner.annotations):
+                value = self._lookup(info, name, None)
+                if name not in attributes and value is not None and value != NOTHING:
+                    attributes[name] = exported(value, self.module, local)
+        returns = {
+            name: exported(value, self.module, local)
+            for name, value in info.returns.items()
+            if value != NOTHING
+        }
+        fields = tuple(info.fields) if info.fields is not None else None
+        return ClassShape(_qualified(self.module, info.name), fields, attributes, returns)
+
+    def _with_bases(self, classes: Iterable[ClassInfo]) -> list[ClassInfo]:
+        found: dict[str, ClassInfo] = {}
+        for info in classes:
+            for owner in self._lineage(info):
+                found.setdefault(owner.name, owner)
+        return list(found.values())
+
+    def _settle(self, classes: list[ClassInfo]) -> None:
+        """Runs the methods of ``classes`` for what each class holds. Attributes set in one
+        method are read in others: a class's pass stands once every read it made saw the
+        attribute's final value; the classes whose reads did not are passed again (a few times
+        at most), starting from what the last passes set."""
         module_sites, module_launches = self.sites, self.launches
         passes: dict[str, _ClassPass] = {}
-        pending = list(self.classes.values())
+        pending = classes
         for attempt in range(3):
             self._collecting = True
             for info in pending:
@@ -145,25 +277,18 @@ class ModuleFlow:
                 self._class_pass(info)
                 passes[info.name] = _ClassPass(self.sites, self.launches, self._reads)
             self._collecting = False
-            pending = [
-                info for info in self.classes.values() if not self._settled(passes[info.name])
-            ]
+            pending = [info for info in classes if not self._settled(passes[info.name])]
             if not pending or attempt == 2:
                 break
             self._memo.clear()
         self._memo.clear()
         self.sites, self.launches = module_sites, module_launches
-        for info in self.classes.values():
+        for info in classes:
             found = passes[info.name]
             for key, site in found.sites.items():
                 self.sites.setdefault(key, site)
             for key, located in found.launches.items():
                 self.launches.setdefault(key, located)
-        methods = {id(m) for info in self.classes.values() for m in info.methods.values()}
-        for function in self._all_functions:
-            if id(function) not in methods:
-                self._run(function, None, [], {}, None, 0)
-        return self
 
     def _settled(self, found: _ClassPass) -> bool:
         return all(
@@ -191,21 +316,76 @@ class ModuleFlow:
                     else:
                         top = alias.name.split(".")[0]
                         self.imports[top] = top
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.ImportFrom):
+                module = absolute(self.module, node.level, node.module or "")
+                for alias in node.names if module else ():
+                    self.imports[alias.asname or alias.name] = f"{module}.{alias.name}"
         for statement in self.tree.body:
             if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions[statement.name] = statement
                 self._kernel(statement)
             elif isinstance(statement, ast.ClassDef):
-                methods = {
-                    item.name: item
-                    for item in statement.body
-                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-                }
-                bases = [base.id for base in statement.bases if isinstance(base, ast.Name)]
-                self.classes[statement.name] = ClassInfo(statement.name, statement, bases, methods)
+                self.classes[statement.name] = self._class_info(statement)
+        for info in self.classes.values():
+            info.fields = self._fields(info)
+        for function in self.functions.values() if self.classes else ():
+            made = self._made_class(function)
+            if made is not None:
+                made.factories.append(function)
+
+    def _class_info(self, statement: ast.ClassDef) -> ClassInfo:
+        methods = {
+            item.name: item
+            for item in statement.body
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        bases = [base.id for base in statement.bases if isinstance(base, ast.Name)]
+        info = ClassInfo(statement.name, statement, bases, methods)
+        for item in statement.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                info.annotations[item.target.id] = item.annotation
+        return info
+
+    def _fields(self, info: ClassInfo) -> list[str] | None:
+        """What the constructor of a dataclass (without an ``__init__`` of its own) or of a
+        NamedTuple takes, in order: its annotated attributes, after its bases' (for a
+        dataclass)."""
+        named_tuple = any(self._is(base, "typing.NamedTuple") for base in info.node.bases)
+        dataclass = any(_is_dataclass(d, self._qualify) for d in info.node.decorator_list)
+        if not (named_tuple or dataclass) or "__init__" in info.methods:
+            return None
+        fields: list[str] = []
+        if dataclass:
+            for base in info.bases:
+                inherited = self.classes[base].fields if base in self.classes else None
+                fields.extend(name for name in inherited or () if name not in fields)
+        for item in info.node.body:
+            if (
+                isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and item.target.id not in fields
+                and _in_constructor(item)
+            ):
+                fields.append(item.target.id)
+        return fields
+
+    def _made_class(self, function: Function) -> ClassInfo | None:
+        """The class of the module a function returns a new instance of (``return Cls(...)``
+        in its body), if any."""
+        for statement in function.body:
+            if (
+                isinstance(statement, ast.Return)
+                and isinstance(statement.value, ast.Call)
+                and isinstance(statement.value.func, ast.Name)
+                and statement.value.func.id in self.classes
+            ):
+                return self.classes[statement.value.func.id]
+        return None
+
+    def _is(self, node: ast.expr, name: str) -> bool:
+        """Whether ``node`` names ``name`` (``typing.NamedTuple``) through this module's
+        imports."""
+        return self._qualify(node) == name
 
     def _kernel(self, function: Function) -> None:
         if not any(_is_jit(d, self._qualify) for d in function.decorator_list):
@@ -229,8 +409,22 @@ class ModuleFlow:
                         info.attributes[target.id] = join(info.attributes.get(target.id), value)
         ordered = sorted(info.methods.values(), key=lambda f: f.name != "__init__")
         for method in ordered:
-            instance = None if _is_static(method) else Value(instance=info.name)
-            self._run(method, info, [], {}, instance, 0)
+            result, _ = self._run(method, info, [], {}, self._bound(info, method, None), 0)
+            info.returns[method.name] = result
+        for function in info.factories:
+            self._run(function, None, [], {}, None, 0)
+
+    @staticmethod
+    def _bound(info: ClassInfo, method: Function, receiver: Value | None) -> Value | None:
+        """What a method's first parameter is: the class for a classmethod, nothing for a
+        staticmethod, else the instance (``receiver``, or any instance of the class)."""
+        if _decorated(method, "staticmethod"):
+            return None
+        if _decorated(method, "classmethod"):
+            return Value(denotes_class=info.name)
+        if receiver is not None and receiver.denotes_class is not None:
+            return None
+        return receiver or Value(instance=info.name)
 
     # Names.
 
@@ -270,31 +464,73 @@ class ModuleFlow:
         library = DTYPE_MODULES.get(module)
         return dtypes.library_dtype(library, attribute) if library else None
 
-    def _lineage(self, owner: ClassInfo) -> Iterator[ClassInfo]:
+    def _lineage(self, owner: ClassInfo) -> list[ClassInfo]:
         """The class, then its bases defined in this module, breadth first, each once."""
-        seen: set[str] = set()
-        pending = [owner]
-        while pending:
-            info = pending.pop(0)
-            if info.name not in seen:
-                seen.add(info.name)
-                yield info
-                pending.extend(self.classes[b] for b in info.bases if b in self.classes)
+        found = self._lineages.get(owner.name)
+        if found is None:
+            found = []
+            seen: set[str] = set()
+            pending = [owner]
+            while pending:
+                info = pending.pop(0)
+                if info.name not in seen:
+                    seen.add(info.name)
+                    found.append(info)
+                    pending.extend(self.classes[b] for b in info.bases if b in self.classes)
+            self._lineages[owner.name] = found
+        return found
 
     def _lookup(self, owner: ClassInfo, attribute: str, frame: Frame | None) -> Value | None:
+        """What ``owner``'s attribute holds: as set (in this run, in any method, in any
+        construction seen), else an instance of the class it is annotated with."""
         if frame is not None and frame.owner is owner and attribute in frame.self_attributes:
             return frame.self_attributes[attribute]
-        found = next(
-            (
-                info.attributes[attribute]
-                for info in self._lineage(owner)
-                if attribute in info.attributes
-            ),
-            None,
-        )
+        found = None
+        annotation = None
+        for info in self._lineage(owner):
+            if found is None:
+                found = info.attributes.get(attribute)
+            if annotation is None:
+                annotation = info.annotations.get(attribute)
+        if annotation is not None and (found is None or found == NOTHING):
+            found = self._instance_annotated(annotation) or found
         if self._collecting:
             self._reads.append((owner.name, attribute, found))
         return found
+
+    def _instance_annotated(self, annotation: ast.expr | None) -> Value | None:
+        """An instance of the class of the tree ``annotation`` names (``Buffers``,
+        ``Optional[Buffers]``, ``"Buffers | None"``), if it names one."""
+        if annotation is None:
+            return None
+        if annotation not in self._annotated:
+            self._annotated[annotation] = self._annotated_class(annotation)
+        name = self._annotated[annotation]
+        return Value(instance=name) if name is not None else None
+
+    def _annotated_class(self, annotation: ast.expr) -> str | None:
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            # A forward reference: a dotted name, maybe Optional[...] or ``| None``.
+            written = _FORWARD.fullmatch(annotation.value)
+            if written is None:
+                return None
+            name: ast.expr = ast.Name(written["name"].split(".")[0])
+            for attribute in written["name"].split(".")[1:]:
+                name = ast.Attribute(name, attribute)
+            return self._annotated_class(name)
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            sides = (annotation.left, annotation.right)
+            named = [c for c in map(self._annotated_class, sides) if c is not None]
+            return named[0] if len(named) == 1 else None
+        if isinstance(annotation, ast.Subscript) and _last_name(annotation.value) == "Optional":
+            return self._annotated_class(annotation.slice)
+        if isinstance(annotation, ast.Name) and annotation.id in self.classes:
+            return annotation.id
+        qualified = self._qualify(annotation)
+        if qualified is None:
+            return None
+        self.consulted.add(qualified)
+        return qualified if isinstance(self.index.shapes.get(qualified), ClassShape) else None
 
     def _method(self, owner: ClassInfo, name: str) -> tuple[ClassInfo, Function] | None:
         return next(
@@ -339,7 +575,13 @@ class ModuleFlow:
         """``value`` written into ``storage`` (typed), which the code names ``where``."""
         dtype = storage.dtype
         holds = carried(value)
-        if dtype is None or not dtype.unsafe or holds not in (Holds.ADDRESS, Holds.BITS):
+        if holds not in (Holds.ADDRESS, Holds.BITS):
+            self._unknown_into(dtype, value)
+            return
+        if dtype is None:
+            self.unknown_storage = True
+            return
+        if not dtype.unsafe:
             return
         keeps_bits = value.dtype is not None and not value.scalar
         if dtype.width is Width.SIGNED64 and (holds is Holds.BITS or keeps_bits):
@@ -353,6 +595,10 @@ class ModuleFlow:
         or_bits = rule == "signed-storage" and value.dtype is None
         fix = rules.remade(remake, library, storage.made, or_bits=or_bits)
         self._report(rule, node, frame, message, fix=fix)
+
+    def _unknown_into(self, dtype: Dtype | None, value: Value) -> None:
+        if dtype is not None and dtype.unsafe and value.dtype is None and carried(value) is None:
+            self.unknown_stored = True
 
     # Statements.
 
@@ -382,7 +628,10 @@ class ModuleFlow:
 
     def _annotated_assign(self, statement: ast.AnnAssign, frame: Frame) -> None:
         if statement.value is not None:
-            self._bind(statement.target, self._value(statement.value, frame), frame, statement)
+            value = self._value(statement.value, frame)
+            if value == NOTHING:
+                value = self._instance_annotated(statement.annotation) or NOTHING
+            self._bind(statement.target, value, frame, statement)
 
     def _augmented_assign(self, statement: ast.AugAssign, frame: Frame) -> None:
         combined = ast.BinOp(left=statement.target, op=statement.op, right=statement.value)
@@ -397,7 +646,7 @@ class ModuleFlow:
             frame.returns.append(self._value(statement.value, frame))
 
     def _if(self, statement: ast.If, frame: Frame) -> None:
-        self._value(statement.test, frame)
+        self._condition(statement.test, frame)
         self._branches([statement.body, statement.orelse], frame)
 
     def _for(self, statement: ast.For | ast.AsyncFor, frame: Frame) -> None:
@@ -409,7 +658,7 @@ class ModuleFlow:
 
     def _while(self, statement: ast.While, frame: Frame) -> None:
         for _ in range(2):
-            self._value(statement.test, frame)
+            self._condition(statement.test, frame)
             self._block(statement.body, frame)
         self._block(statement.orelse, frame)
 
@@ -428,7 +677,7 @@ class ModuleFlow:
         self._block(statement.finalbody, frame)
 
     def _assert(self, statement: ast.Assert, frame: Frame) -> None:
-        self._value(statement.test, frame)
+        self._condition(statement.test, frame)
 
     def _match(self, statement: ast.Match, frame: Frame) -> None:
         self._value(statement.subject, frame)
@@ -493,16 +742,20 @@ class ModuleFlow:
         """``self.name = value``: in this run, and (in a method run for its class while the
         attributes are collected) in what the class is known to hold."""
         frame.self_attributes[name] = value
-        if frame.owner is None or not self._collecting or not frame.generic:
-            return
-        old = frame.owner.attributes.get(name)
+        if frame.owner is not None and self._collecting and frame.generic:
+            self._contribute(frame.owner, name, value)
+
+    @staticmethod
+    def _contribute(owner: ClassInfo, name: str, value: Value) -> None:
+        """What ``owner``'s attribute is known to hold, once ``value`` is set on it somewhere."""
+        old = owner.attributes.get(name)
         joined = join(old, value)
         if old is not None and old.dtype == value.dtype and None in (old.holds, value.holds):
             # Storage holds addresses once they are written into it anywhere, even where it is
             # made again.
             known = value if value.holds is not None else old
             joined = replace(joined, holds=known.holds, origin=known.origin)
-        frame.owner.attributes[name] = joined
+        owner.attributes[name] = joined
 
     # Expressions.
 
@@ -520,8 +773,17 @@ class ModuleFlow:
         if found is None:
             found = self.module_env.get(node.id)
         if found is None:
+            if node.id in self.classes:
+                return Value(denotes_class=node.id)
             dtype = self._dtype(node)
-            return Value(denotes=dtype) if dtype else NOTHING
+            if dtype is not None:
+                return Value(denotes=dtype)
+            qualified = self.imports.get(node.id)
+            if qualified is not None:
+                self.consulted.add(qualified)
+                if isinstance(self.index.shapes.get(qualified), ClassShape):
+                    return Value(denotes_class=qualified)
+            return NOTHING
         return found
 
     def _tuple(self, node: ast.Tuple, frame: Frame) -> Value:
@@ -546,7 +808,7 @@ class ModuleFlow:
             element = element_of(self._value(generator.iter, inner))
             self._bind(generator.target, element, inner, frame.statement or ast.Pass())
             for condition in generator.ifs:
-                self._value(condition, inner)
+                self._condition(condition, inner)
         if isinstance(node, ast.DictComp):
             self._value(node.key, inner)
             self._value(node.value, inner)
@@ -576,9 +838,18 @@ class ModuleFlow:
             dtype = self._library_dtype(node)
             if dtype is not None:
                 return Value(denotes=dtype)
-        if node.attr == "__cuda_array_interface__":
+        if node.attr in ARRAY_INTERFACES:
+            self._value(node.value, frame)
             address = Value(holds=Holds.ADDRESS, origin=self._source(node))
             return Value(keys=(("data", Value(items=(address, NOTHING))),))
+        if (
+            node.attr == "data"
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "ctypes"
+        ):
+            # A NumPy array's ``arr.ctypes.data``: the address of its data.
+            self._value(node.value, frame)
+            return Value(holds=Holds.ADDRESS, origin=self._source(node))
         if (
             isinstance(node.value, ast.Name)
             and node.value.id == frame.self_name
@@ -586,13 +857,18 @@ class ModuleFlow:
         ):
             return self._lookup(frame.owner, node.attr, frame) or NOTHING
         base = self._value(node.value, frame)
-        if base.instance in self.classes:
-            own = dict(base.keys or ())
-            if node.attr in own:
-                return own[node.attr]
-            return self._lookup(self.classes[base.instance], node.attr, None) or NOTHING
-        if isinstance(node.value, ast.Name) and node.value.id in self.classes:
-            return self._lookup(self.classes[node.value.id], node.attr, None) or NOTHING
+        own = dict(base.keys or ()) if base.instance is not None else {}
+        if node.attr in own:
+            return own[node.attr]
+        owner = base.instance or base.denotes_class
+        if owner in self.classes:
+            return self._lookup(self.classes[owner], node.attr, None) or NOTHING
+        if owner == SYMMETRIC_MEMORY and node.attr in SYMMETRIC_MEMORY_ADDRESSES:
+            address = Value(holds=Holds.ADDRESS, origin=self._source(node))
+            return list_of(address) if SYMMETRIC_MEMORY_ADDRESSES[node.attr] else address
+        shape = self.index.shapes.get(owner or "")
+        if isinstance(shape, ClassShape):
+            return shape.attributes.get(node.attr, NOTHING)
         if base.dtype is not None:
             if base.dtype.library == "ctypes" and node.attr == "value":
                 return Value(holds=base.holds, origin=base.origin)
@@ -639,10 +915,52 @@ class ModuleFlow:
             self._value(node.operand, frame)
             return NOTHING
         if isinstance(node, ast.IfExp):
-            self._value(node.test, frame)
+            self._condition(node.test, frame)
             return join(self._value(node.body, frame), self._value(node.orelse, frame))
         assert isinstance(node, ast.BoolOp)
         return join_all(self._value(item, frame) for item in node.values)
+
+    def _condition(self, node: ast.expr, frame: Frame) -> None:
+        """A test (of ``if``, ``while``, ``assert``, a conditional expression, ``bool()``). A
+        bit of an address read there (``p & (1 << 63)``, ``p >> 63``, either compared with a
+        constant) is no reinterpretation of it; what the bit is read from is still followed."""
+        if isinstance(node, ast.BoolOp):
+            for value in node.values:
+                self._condition(value, frame)
+            return
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            self._condition(node.operand, frame)
+            return
+        sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else [node]
+        if not any(isinstance(side, ast.BinOp) for side in sides):
+            self._value(node, frame)
+            return
+        read = [self._bits_read(side) for side in sides]
+        if any(read) and all(
+            bits is not None or self._constant(side) is not None
+            for bits, side in zip(read, sides, strict=True)
+        ):
+            for bits in read:
+                if bits is not None:
+                    self._value(bits, frame)
+        else:
+            self._value(node, frame)
+
+    def _bits_read(self, node: ast.expr) -> ast.expr | None:
+        """What ``x & MASK`` or ``x >> N`` (``MASK``, ``N`` constant) reads bits of: ``x``."""
+        if not isinstance(node, ast.BinOp):
+            return None
+        if isinstance(node.op, ast.BitAnd):
+            if self._constant(node.right) is not None:
+                return node.left
+            if self._constant(node.left) is not None:
+                return node.right
+        elif isinstance(node.op, ast.RShift) and self._constant(node.right) is not None:
+            return node.left
+        return None
+
+    def _constant(self, node: ast.expr) -> int | None:
+        return reinterpret.evaluate_constant(node, self.constants)
 
     def _may_reinterpret(self, node: ast.AST) -> bool:
         """Whether ``node`` holds a constant that could make 2**63 or 2**64: the cheap test
@@ -831,6 +1149,9 @@ class ModuleFlow:
             self._value(func.value, frame)
             return Value(holds=Holds.ADDRESS, origin=self._source(node))
         name = self._qualify(func)
+        if opens_ipc_memory(func.attr):
+            self._value(func.value, frame)
+            return self._ipc_open(name, node, frame)
         if name is not None:
             found = self._library_call(name, node, frame)
             if found is not None:
@@ -839,40 +1160,77 @@ class ModuleFlow:
         if isinstance(base, ast.Name) and base.id == "int" and func.attr == "from_bytes":
             return self._from_bytes(node, frame)
         receiver = self._value(base, frame)
-        owner = self.classes.get(receiver.instance or "")
-        if (
-            owner is None
-            and isinstance(base, ast.Name)
-            and base.id not in frame.env
-            and base.id not in self.module_env
-        ):
-            owner = self.classes.get(base.id)
-            receiver = Value(instance=owner.name) if owner else receiver
-        if owner is not None:
-            return self._class_method_call(owner, receiver, func, node, frame)
+        owner = receiver.instance or receiver.denotes_class or ""
+        if owner in self.classes:
+            return self._class_method_call(self.classes[owner], receiver, func, node, frame)
+        shape = self.index.shapes.get(owner)
+        if isinstance(shape, ClassShape):
+            return self._tree_method_call(shape, func, node, frame)
         return self._method_call(func, node, frame, receiver)
 
     def _call_of_name(self, func: ast.Name, node: ast.Call, frame: Frame) -> Value:
         """``f(...)``: a library function imported by name, a class or function of the module,
         or a builtin (none of them where ``f`` is a variable)."""
         name = func.id
-        if name in frame.env or name in self.module_env:
-            # A variable that shadows the import, the builtin or the definition of that name.
-            return self._unknown_call(node, frame)
+        variable = frame.env.get(name, self.module_env.get(name))
+        if variable is not None:
+            # A variable that shadows the import, the builtin or the definition of that name:
+            # a class (``cls(...)``) or what is not followed (a factory passed in).
+            if variable.denotes_class is None:
+                return self._unknown_call(node, frame)
+            return self._class_call(variable.denotes_class, node, frame)
+        if opens_ipc_memory(name):
+            return self._ipc_open(self.imports.get(name), node, frame)
         qualified = self.imports.get(name)
         if qualified is not None:
             found = self._library_call(qualified, node, frame)
             if found is not None:
                 return found
-        arguments, keywords = self._arguments(node, frame)
         if name in self.classes:
-            return self._instance(self.classes[name], arguments, keywords, frame)
+            return self._class_call(name, node, frame)
+        shape = None
+        if qualified is not None:
+            self.consulted.add(qualified)
+            shape = self.index.shapes.get(qualified)
+            if isinstance(shape, ClassShape):
+                return self._class_call(qualified, node, frame)
+        if name == "bool" and qualified is None and name not in self.functions:
+            for argument in node.args:
+                self._condition(argument, frame)
+            return NOTHING
+        arguments, keywords = self._arguments(node, frame)
         if name in self.functions:
             return self._run(self.functions[name], None, arguments, keywords, None, frame.depth)[0]
+        if isinstance(shape, FunctionShape):
+            return shape.returns if shape.returns != NOTHING else self._made_with_dtype(node, frame)
         builtin = _BUILTIN_CALLS.get(name)
         if builtin is not None and qualified is None:
             return builtin(self, node, frame, arguments)
         return self._made_with_dtype(node, frame)
+
+    def _class_call(self, name: str, node: ast.Call, frame: Frame) -> Value:
+        """``Cls(...)``, ``cls(...)``: an instance of a class of the module or of the tree."""
+        arguments, keywords = self._arguments(node, frame)
+        if name in self.classes:
+            return self._instance(self.classes[name], node, arguments, keywords, frame)
+        shape = self.index.shapes.get(name)
+        if not isinstance(shape, ClassShape):
+            return self._made_with_dtype(node, frame)
+        if shape.fields is None:
+            # Its __init__ is not run here: given ``dtype=``, it is taken to make storage.
+            made = self._made_with_dtype(node, frame)
+            return made if made != NOTHING else Value(instance=shape.name)
+        keys = _bound_fields(shape.fields, node, arguments, keywords)
+        return Value(instance=shape.name, keys=keys or None)
+
+    def _tree_method_call(
+        self, shape: ClassShape, func: ast.Attribute, node: ast.Call, frame: Frame
+    ) -> Value:
+        """A method of a class of another module of the tree: what it returns run for its
+        class (its factories' instances); given ``dtype=``, storage made where not known."""
+        self._arguments(node, frame)
+        returned = shape.returns.get(func.attr, NOTHING)
+        return returned if returned != NOTHING else self._made_with_dtype(node, frame)
 
     def _class_method_call(
         self, owner: ClassInfo, receiver: Value, func: ast.Attribute, node: ast.Call, frame: Frame
@@ -883,26 +1241,39 @@ class ModuleFlow:
         if found is not None:
             info, method = found
             arguments, keywords = self._arguments(node, frame)
-            bound = None if _is_static(method) else receiver
+            bound = self._bound(owner, method, receiver)
             return self._run(method, info, arguments, keywords, bound, frame.depth)[0]
         if self._lookup(owner, func.attr, frame) is None:
             return self._unknown_call(node, frame)
         return self._method_call(func, node, frame, receiver)
 
     def _instance(
-        self, info: ClassInfo, arguments: list[Value], keywords: dict[str, Value], frame: Frame
+        self,
+        info: ClassInfo,
+        node: ast.Call,
+        arguments: list[Value],
+        keywords: dict[str, Value],
+        frame: Frame,
     ) -> Value:
         """``Cls(...)``: an instance, with what its ``__init__`` sets on ``self`` given these
         arguments."""
         instance = Value(instance=info.name)
-        found = self._method(info, "__init__")
-        if found is not None and any(v != NOTHING for v in (*arguments, *keywords.values())):
+        if not any(v != NOTHING for v in (*arguments, *keywords.values())):
+            return instance
+        if info.fields is not None:
+            attributes = _bound_fields(info.fields, node, arguments, keywords)
+        else:
+            found = self._method(info, "__init__")
+            if found is None:
+                return instance
             _, attributes = self._run(
                 found[1], found[0], arguments, keywords, instance, frame.depth
             )
-            if attributes:
-                instance = Value(instance=info.name, keys=attributes)
-        return instance
+        if self._collecting:
+            # What this construction sets is what the class holds (where all agree).
+            for name, value in attributes:
+                self._contribute(info, name, value)
+        return Value(instance=info.name, keys=attributes) if attributes else instance
 
     def _arguments(self, node: ast.Call, frame: Frame) -> Arguments:
         arguments = [self._item(arg, frame) for arg in node.args]
@@ -951,6 +1322,7 @@ class ModuleFlow:
         holds = carried(data)
         typed = data.dtype is not None
         made = f"line {node.lineno}"
+        self._unknown_into(dtype, data)
         if dtype is None:
             if library == "torch" and holds is Holds.ADDRESS and not typed:
                 self._report("inferred-int64", node, frame, rules.inferred(data, call))
@@ -996,6 +1368,33 @@ class ModuleFlow:
 
     def _address_source(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
         return Value(holds=Holds.ADDRESS, origin=self._source(node))
+
+    def _symmetric_memory(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``symm_mem.rendezvous(t, group)``: a handle, whose ``buffer_ptrs``,
+        ``signal_pad_ptrs``, ``multicast_ptr`` (and their ``_dev`` forms) are addresses."""
+        return Value(instance=SYMMETRIC_MEMORY)
+
+    def _ctypes_cast(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+        """``ctypes.cast(x, ctypes.c_void_p)``: a pointer whose ``.value`` is an address."""
+        target = self._dtype(node.args[1]) if len(node.args) == 2 else None
+        if target is None or target.name != "ctypes.c_void_p":
+            return NOTHING
+        return Value(holds=Holds.ADDRESS, dtype=target, scalar=True, origin=self._source(node))
+
+    def _ipc_open(self, name: str | None, node: ast.Call, frame: Frame) -> Value:
+        """A call opening another process's memory (``lib.cudaIpcOpenMemHandle(h)``): the
+        address it is mapped at, as a ``c_void_p`` (cuda-python: ``(err, address)``). The C
+        function itself, given where to write the address (``byref(ptr)``), gives an error
+        code."""
+        self._arguments(node, frame)
+        calls = (arg.func for arg in node.args if isinstance(arg, ast.Call))
+        if any(_last_name(call) in OUT_POINTERS for call in calls):
+            return NOTHING
+        pointer = dtypes.library_dtype("ctypes", "c_void_p")
+        address = Value(holds=Holds.ADDRESS, origin=self._source(node))
+        if name is not None and name.startswith("cuda."):
+            return Value(items=(NOTHING, address))
+        return replace(address, dtype=pointer, scalar=True)
 
     def _constructor(self, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
         """``torch.tensor(data, dtype=...)``, ``np.array(data, dtype)``."""
@@ -1178,6 +1577,14 @@ class ModuleFlow:
             # Of a tensor or an array not followed here (a parameter): the dtype it is given.
             return self._conversion(func, node, frame, receiver)
         follow = _STORAGE_METHODS.get(method)
+        if dtype is None and method in STORING:
+            arguments, _ = self._arguments(node, frame)
+            if arguments:
+                self._store(node, receiver, arguments[-1], frame, func.value)
+            return NOTHING
+        if receiver == NOTHING:
+            # Of what is not followed (a factory passed in): storage where given ``dtype=``.
+            return self._unknown_call(node, frame)
         if follow is None or dtype is None or dtype.library not in ("torch", "numpy"):
             self._arguments(node, frame)
             return NOTHING
@@ -1330,7 +1737,7 @@ class ModuleFlow:
         key = (function, tuple(arguments), tuple(sorted(keywords.items())), instance)
         if key in self._memo:
             return self._memo[key]
-        if key in self._running or depth > _MAX_DEPTH:
+        if key in self._running or depth > self._depth:
             return NOTHING, ()
         self._running.add(key)
         try:
@@ -1348,6 +1755,10 @@ class ModuleFlow:
                 frame.env[parameter.arg] = value
             for parameter in parameters[len(arguments) :] + function.args.kwonlyargs:
                 frame.env[parameter.arg] = keywords.get(parameter.arg, NOTHING)
+            for parameter in (*parameters, *function.args.kwonlyargs):
+                if frame.env[parameter.arg] == NOTHING:
+                    annotated = self._instance_annotated(parameter.annotation)
+                    frame.env[parameter.arg] = annotated or NOTHING
             if function.args.vararg is not None:
                 frame.env[function.args.vararg.arg] = list_of(
                     join_all(arguments[len(parameters) :])
@@ -1431,6 +1842,8 @@ slices) are nothing followed."""
 
 _LIBRARY_CALLS: dict[str, LibraryCall] = {
     **dict.fromkeys(ADDRESS_SOURCES, ModuleFlow._address_source),
+    **dict.fromkeys(SYMMETRIC_MEMORY_HANDLES, ModuleFlow._symmetric_memory),
+    "ctypes.cast": ModuleFlow._ctypes_cast,
     **dict.fromkeys(CONSTRUCTORS, ModuleFlow._constructor),
     **dict.fromkeys((f"torch.{name}" for name in TYPED_TENSORS), ModuleFlow._typed_tensor),
     **dict.fromkeys(FILLED, ModuleFlow._full),
@@ -1513,8 +1926,72 @@ def _made(node: ast.expr) -> ast.expr:
             return node
 
 
-def _is_static(function: Function) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list)
+_FORWARD = re.compile(r"\s*(?:Optional\[\s*)?(?P<name>[\w.]+)\s*(?:\]|\|\s*None)?\s*")
+"""A forward reference to a class: ``"Buffers"``, ``"Optional[pkg.Buffers]"``,
+``"Buffers | None"``."""
+
+
+def _decorated(function: Function, decorator: str) -> bool:
+    """Whether ``function`` is decorated ``@staticmethod`` or ``@classmethod`` (``decorator``)."""
+    return any(isinstance(d, ast.Name) and d.id == decorator for d in function.decorator_list)
+
+
+def _is_dataclass(decorator: ast.expr, qualify: Callable[[ast.expr], str | None]) -> bool:
+    """``@dataclass``, ``@dataclasses.dataclass(frozen=True)``, pydantic's ``dataclass``."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = qualify(target) or ""
+    return name == "dataclasses.dataclass" or name.endswith("dataclasses.dataclass")
+
+
+def _in_constructor(item: ast.AnnAssign) -> bool:
+    """Whether a dataclass's annotated attribute is a parameter of its constructor: not a
+    ``ClassVar``, not ``field(init=False)``."""
+    annotation = item.annotation
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    if isinstance(annotation, ast.Name | ast.Attribute) and _last_name(annotation) == "ClassVar":
+        return False
+    value = item.value
+    return not (
+        isinstance(value, ast.Call)
+        and _last_name(value.func) == "field"
+        and any(
+            kw.arg == "init" and isinstance(kw.value, ast.Constant) and kw.value.value is False
+            for kw in value.keywords
+        )
+    )
+
+
+def _last_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _bound_fields(
+    fields: Sequence[str], node: ast.Call, arguments: list[Value], keywords: dict[str, Value]
+) -> tuple[tuple[str, Value], ...]:
+    """What a dataclass's or NamedTuple's constructor call sets each field to, where known
+    (by position only before any ``*args``)."""
+    bound: dict[str, Value] = {}
+    if not any(isinstance(argument, ast.Starred) for argument in node.args):
+        bound.update(zip(fields, arguments, strict=False))
+    bound.update((name, value) for name, value in keywords.items() if name in fields)
+    return tuple((name, value) for name, value in bound.items() if value != NOTHING)
+
+
+def _qualified(module: ModuleFile, name: str) -> str:
+    return f"{module.name}.{name}" if module.name else name
+
+
+def _values_of(shape: Shape) -> Iterator[Value]:
+    if isinstance(shape, FunctionShape):
+        yield shape.returns
+    else:
+        yield from shape.attributes.values()
+        yield from shape.returns.values()
 
 
 def _signed_keyword(node: ast.Call) -> bool:

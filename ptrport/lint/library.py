@@ -7,10 +7,48 @@ Names are as :class:`~ptrport.lint.flow.ModuleFlow` qualifies them through a mod
 
 from __future__ import annotations
 
+import functools
+import re
+
 from ptrport.lint.dtypes import Dtype, library_dtype
 
 ADDRESS_SOURCES = frozenset({"ctypes.addressof"})
 """Calls whose result is an address (besides any ``.data_ptr()``)."""
+ARRAY_INTERFACES = frozenset({"__cuda_array_interface__", "__array_interface__"})
+"""Attributes whose ``["data"][0]`` is the address of the data."""
+SYMMETRIC_MEMORY = "torch symmetric memory handle"
+"""What the calls of :data:`SYMMETRIC_MEMORY_HANDLES` give."""
+SYMMETRIC_MEMORY_HANDLES = frozenset(
+    {
+        "torch.distributed._symmetric_memory.rendezvous",
+        "torch.distributed._symmetric_memory.get_symm_mem_workspace",
+        "torch._C._distributed_c10d._SymmetricMemory.rendezvous",
+    }
+)
+"""Calls giving a torch symmetric memory handle (``symm_mem.rendezvous(t, group)``)."""
+SYMMETRIC_MEMORY_ADDRESSES = {
+    "buffer_ptrs": True,
+    "signal_pad_ptrs": True,
+    "multicast_ptr": False,
+    "buffer_ptrs_dev": False,
+    "signal_pad_ptrs_dev": False,
+}
+"""A handle's attributes that are addresses, each with whether it is a list of them. The
+``_dev`` forms are each the device address of an array of the peers' addresses."""
+OUT_POINTERS = frozenset({"byref", "pointer", "addressof"})
+"""ctypes calls passing where a C function writes its result (its own result is a status)."""
+_IPC_OPEN = re.compile(r"^_*(?:cuda|hip|cu)?(?i:ipc_?open|open_?ipc)")
+
+
+@functools.lru_cache(maxsize=4096)
+def opens_ipc_memory(name: str) -> bool:
+    """Whether a function or method named ``name`` maps another process's device memory and
+    gives its address: its name starts (after ``_``s and a ``cuda``/``hip``/``cu`` prefix) with
+    ``IpcOpen``/``ipc_open``/``open_ipc`` in any case, and it does not open an IPC event
+    (``cudaIpcOpenMemHandle``, ``hipIpcOpenMemHandle``, ``ipc_open``, ``open_ipc_handle``;
+    not ``cudaIpcOpenEventHandle``, ``is_ipc_open``)."""
+    return _IPC_OPEN.match(name) is not None and "event" not in name.lower()
+
 
 VIEW_ATTRIBUTES = frozenset({"np", "cpu", "gpu", "data", "T", "mT", "host", "device", "real"})
 """Attributes that are the same storage seen another way (vLLM's CpuGpuBuffer has .np/.cpu/.gpu)."""

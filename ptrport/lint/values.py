@@ -39,7 +39,11 @@ class Value:
     denotes: Dtype | None = None
     """The expression is this dtype."""
     instance: str | None = None
-    """An instance of this class of the module."""
+    """An instance of this class: of the module by its name, of another module of the linted
+    tree by its qualified name (``pkg.buffers.CopyBuffers``), or a library's handle."""
+    denotes_class: str | None = None
+    """The expression is this class (named as :attr:`instance` names it): ``cls`` in a
+    classmethod, a class by its name."""
     origin: str = field(default="", compare=False)
     """Where the address came from: "`t.data_ptr()` (line 12)"."""
     made: str = field(default="", compare=False)
@@ -103,6 +107,7 @@ def join(a: Value | None, b: Value | None) -> Value:
         keys=keys,
         denotes=_same(a.denotes, b.denotes),
         instance=_same(a.instance, b.instance),
+        denotes_class=_same(a.denotes_class, b.denotes_class),
         origin=a.origin or b.origin,
         made=a.made or b.made,
         viewed=a.viewed or b.viewed,
@@ -215,13 +220,21 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 @dataclass
 class ClassInfo:
     """A class of the module: its bases (by name), its methods, and what is known of the
-    attributes its methods set."""
+    attributes its methods and its constructions set."""
 
     name: str
     node: ast.ClassDef
     bases: list[str]
     methods: dict[str, Function]
     attributes: dict[str, Value] = field(default_factory=dict)
+    fields: list[str] | None = None
+    """A dataclass's or NamedTuple's fields, in the order its constructor takes them."""
+    annotations: dict[str, ast.expr] = field(default_factory=dict)
+    """The annotation of each attribute declared in the class body."""
+    factories: list[Function] = field(default_factory=list)
+    """Functions of the module returning a new instance (run with the class's methods)."""
+    returns: dict[str, Value] = field(default_factory=dict)
+    """What each method returns, run for the class."""
 
 
 @dataclass

@@ -1,0 +1,366 @@
+"""The idioms engines build their pointer tables with, followed by ``ptrport lint``: dataclass
+and NamedTuple fields bound in ``cls(...)`` and factories, parameters and attributes annotated
+with a class of the tree, buffers made by a factory passed in, and all of these across the
+modules of one tree. Each idiom is flagged with an int64 buffer and left alone with uint64."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ptrport.lint.checker import LintRun, lint_paths
+from tests.lint_markers import compare, describe, labels
+
+HEADER = """\
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple, Optional
+
+import numpy as np
+import torch
+"""
+
+HOST_DEVICE_BUFFER = """
+class HostDeviceBuffer:
+    def __init__(self, n, dtype):
+        self.cpu = torch.zeros(n, dtype=dtype)
+        self.gpu = torch.zeros(n, dtype=dtype, device="cuda")
+        self.np = self.cpu.numpy()
+"""
+
+# One module each: the idiom with its int64 buffer, and its twin with uint64.
+CASES = {
+    "dataclass fields bound by keyword in a classmethod": """
+        @dataclass
+        class CopyBuffers:
+            src_ptrs: HostDeviceBuffer
+            sizes: HostDeviceBuffer
+
+            @classmethod
+            def create(cls, n: int, make_buffer: Callable[..., HostDeviceBuffer]) -> "CopyBuffers":
+                return cls(
+                    src_ptrs=make_buffer(n, dtype=torch.int64),
+                    sizes=make_buffer(n, dtype=torch.int32),
+                )
+
+        @dataclass
+        class Uint64CopyBuffers:
+            src_ptrs: HostDeviceBuffer
+            sizes: HostDeviceBuffer
+
+            @classmethod
+            def create(cls, n: int, make_buffer: Callable[..., HostDeviceBuffer]):
+                return cls(
+                    src_ptrs=make_buffer(n, dtype=torch.uint64),
+                    sizes=make_buffer(n, dtype=torch.int32),
+                )
+
+        def collect_meta(copy_bufs: CopyBuffers, state, blocks, offset):
+            src_ptrs_np = copy_bufs.src_ptrs.np
+            for block in blocks:
+                src_ptrs_np[offset] = state[block].data_ptr()  # expect: signed-storage
+                copy_bufs.sizes.np[offset] = state[block].nbytes  # clean
+                offset += 1
+
+        def collect_uint64(copy_bufs: Uint64CopyBuffers, state, blocks, offset):
+            src_ptrs_np = copy_bufs.src_ptrs.np
+            for block in blocks:
+                src_ptrs_np[offset] = state[block].data_ptr()  # clean
+                copy_bufs.sizes.np[offset] = state[block].nbytes  # clean
+    """,
+    "a dataclass of device tensors made in a classmethod, filled in a method": """
+        @dataclass
+        class StateAddresses:
+            state_base_addrs: torch.Tensor
+            num_layers: int = 0
+
+            @classmethod
+            def build(cls, n: int, device: str) -> StateAddresses:
+                return cls(state_base_addrs=torch.zeros(n, dtype=torch.int64, device=device))
+
+            def fill(self, states):
+                for i, t in enumerate(states):
+                    self.state_base_addrs[i] = t.data_ptr()  # expect: signed-storage
+
+        @dataclass
+        class Uint64StateAddresses:
+            state_base_addrs: torch.Tensor
+            num_layers: int = 0
+
+            @classmethod
+            def build(cls, n: int, device: str) -> Uint64StateAddresses:
+                return cls(torch.zeros(n, dtype=torch.uint64, device=device), n)
+
+            def fill(self, states):
+                for i, t in enumerate(states):
+                    self.state_base_addrs[i] = t.data_ptr()  # clean
+    """,
+    "NamedTuple fields bound by position in static factories": """
+        class PointerColumns(NamedTuple):
+            src: torch.Tensor
+            lengths: torch.Tensor
+
+            @staticmethod
+            def empty(n: int) -> PointerColumns:
+                lengths = torch.zeros(n, dtype=torch.int32)
+                return PointerColumns(torch.zeros(n, dtype=torch.long), lengths)
+
+        class Uint64PointerColumns(NamedTuple):
+            src: torch.Tensor
+            lengths: torch.Tensor
+
+        def uint64_columns(n: int) -> Uint64PointerColumns:
+            lengths = torch.zeros(n, dtype=torch.int32)
+            return Uint64PointerColumns(torch.zeros(n, dtype=torch.uint64), lengths)
+
+        def stage(columns: PointerColumns, same: Uint64PointerColumns, ts):
+            for i, t in enumerate(ts):
+                columns.src[i] = t.data_ptr()  # expect: signed-storage
+                columns.lengths[i] = t.nbytes  # clean
+                same.src[i] = t.data_ptr()  # clean
+
+        def local(ts):
+            columns = PointerColumns.empty(len(ts))
+            columns.src[0] = ts[0].data_ptr()  # expect: signed-storage
+            same = uint64_columns(len(ts))
+            same.src[0] = ts[0].data_ptr()  # clean
+    """,
+    "annotated parameters, variables and attributes, and attributes reached through them": """
+        class Tables:
+            def __init__(self, n: int):
+                self.ptrs = torch.zeros(n, dtype=torch.int64)
+                self.uptrs = torch.zeros(n, dtype=torch.uint64)
+
+        class Runner:
+            tables: Tables
+            spare: Optional[Tables] = None
+
+        def stage(runner: Runner, ts, lookup):
+            runner.tables.ptrs[0] = ts[0].data_ptr()  # expect: signed-storage
+            runner.tables.uptrs[0] = ts[0].data_ptr()  # clean
+            runner.spare.ptrs[1] = ts[1].data_ptr()  # expect: signed-storage
+            tables: Tables = lookup("tables")
+            tables.ptrs[2] = ts[2].data_ptr()  # expect: signed-storage
+            tables.uptrs[2] = ts[2].data_ptr()  # clean
+
+        def stage_later(tables: "Tables | None", ts):
+            tables.ptrs[:] = torch.tensor([t.data_ptr() for t in ts], dtype=torch.uint64)  # clean
+            tables.ptrs.fill_(ts[0].data_ptr())  # expect: signed-storage
+    """,
+    "buffers made by a factory passed in": """
+        def make_table(n, make_buffer, allocator):
+            ptrs = make_buffer(n, dtype=torch.int64)
+            uptrs = make_buffer(n, dtype=torch.uint64)
+            host = allocator.empty(n, dtype=np.int64)
+            uhost = allocator.empty(n, dtype=np.uint64)
+            return ptrs, uptrs, host, uhost
+
+        def stage(ts, make_buffer, allocator):
+            ptrs, uptrs, host, uhost = make_table(len(ts), make_buffer, allocator)
+            ptrs[0] = ts[0].data_ptr()  # expect: signed-storage
+            uptrs[0] = ts[0].data_ptr()  # clean
+            host[0] = ts[0].data_ptr()  # expect: signed-storage
+            uhost[0] = ts[0].data_ptr()  # clean
+    """,
+}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+
+
+def _check(run: LintRun, files: list[Path]) -> None:
+    __tracebackhide__ = True
+    expected = labels(files)
+    result = compare(run, expected)
+    assert not result.missing, "missing:\n" + describe(run, result.missing)
+    assert not result.unexpected, "unexpected:\n" + describe(run, result.unexpected)
+    assert expected.expected and expected.clean
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_idiom_is_followed_into_int64_and_not_into_uint64(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "case.py"
+    path.write_text(HEADER + HOST_DEVICE_BUFFER + textwrap.dedent(CASES[name]), encoding="utf-8")
+    _check(lint_paths([path]), [path])
+
+
+def test_the_finding_is_at_the_store_and_its_fix_names_where_the_dtype_is_given(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "case.py"
+    source = HEADER + HOST_DEVICE_BUFFER + textwrap.dedent(CASES[next(iter(CASES))])
+    path.write_text(source, encoding="utf-8")
+    [finding] = lint_paths([path]).reported
+    lines = source.splitlines()
+    assert "src_ptrs_np[offset] = state[block].data_ptr()" in lines[finding.line - 1]
+    made = next(n for n, text in enumerate(lines, 1) if "dtype=torch.int64" in text)
+    assert f"made at line {made}" in finding.message
+    assert finding.fix.startswith(f"create `src_ptrs_np` with dtype=torch.uint64 (at line {made})")
+
+
+# Across the modules of one tree.
+
+BUFFERS = (
+    HEADER
+    + HOST_DEVICE_BUFFER
+    + """
+
+@dataclass
+class CopyBuffers:
+    src_ptrs: HostDeviceBuffer
+    dst_ptrs: HostDeviceBuffer
+    sizes: HostDeviceBuffer
+
+    @classmethod
+    def create(cls, n: int, make_buffer: Callable[..., HostDeviceBuffer]) -> CopyBuffers:
+        return cls(
+            src_ptrs=make_buffer(n, dtype=torch.int64),
+            dst_ptrs=make_buffer(n, dtype=torch.uint64),
+            sizes=make_buffer(n, dtype=torch.int32),
+        )
+
+
+@dataclass
+class DeviceTable:
+    addrs: torch.Tensor
+    lengths: torch.Tensor
+
+
+def make_table(n: int) -> torch.Tensor:
+    return torch.zeros(n, dtype=torch.int64)
+
+
+def make_uint64_table(n: int) -> torch.Tensor:
+    return torch.zeros(n, dtype=torch.uint64)
+
+
+class PointerPool:
+    def __init__(self, buffers):
+        self.ptrs = [b.data_ptr() for b in buffers]
+        self.sizes = [b.nbytes for b in buffers]
+"""
+)
+
+
+def test_a_dataclass_made_in_one_module_is_followed_where_another_stores(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/buffers.py": BUFFERS,
+            "engine/meta.py": """
+                from engine.buffers import CopyBuffers
+
+
+                def collect_meta(copy_bufs: CopyBuffers, state, blocks, offset):
+                    src_ptrs_np = copy_bufs.src_ptrs.np
+                    for block in blocks:
+                        src_ptrs_np[offset] = state[block].data_ptr()  # expect: signed-storage
+                        copy_bufs.dst_ptrs.np[offset] = state[block].data_ptr()  # clean
+                        copy_bufs.sizes.np[offset] = state[block].nbytes  # clean
+            """,
+            "engine/relative.py": """
+                import torch
+
+                from . import buffers
+                from .buffers import CopyBuffers, DeviceTable
+
+
+                def stage(copy_bufs: "CopyBuffers", t):
+                    copy_bufs.src_ptrs.cpu[0] = t.data_ptr()  # expect: signed-storage
+                    copy_bufs.dst_ptrs.cpu[0] = t.data_ptr()  # clean
+
+
+                def stage_module(copy_bufs: buffers.CopyBuffers, t):
+                    copy_bufs.src_ptrs.gpu.fill_(t.data_ptr())  # expect: signed-storage
+
+
+                def built_here(ts):
+                    table = DeviceTable(torch.zeros(len(ts), dtype=torch.int64), lengths=None)
+                    table.addrs[0] = ts[0].data_ptr()  # expect: signed-storage
+                    same = DeviceTable(addrs=torch.zeros(len(ts), dtype=torch.uint64), lengths=None)
+                    same.addrs[0] = ts[0].data_ptr()  # clean
+            """,
+            "engine/functions.py": """
+                from engine.buffers import make_table, make_uint64_table
+
+
+                def stage(ts):
+                    table = make_table(len(ts))
+                    table[0] = ts[0].data_ptr()  # expect: signed-storage
+                    same = make_uint64_table(len(ts))
+                    same[0] = ts[0].data_ptr()  # clean
+            """,
+        },
+    )
+    run = lint_paths([tmp_path])
+    _check(run, sorted(tmp_path.rglob("*.py")))
+    [finding] = [f for f in run.reported if f.path.endswith("meta.py")]
+    made = next(
+        n for n, text in enumerate(BUFFERS.splitlines(), 1) if "dtype=torch.int64)," in text
+    )
+    assert f"(at {tmp_path.as_posix()}/engine/buffers.py:{made})" in finding.fix
+
+
+def test_addresses_held_by_a_class_of_another_module_are_followed_into_storage(
+    tmp_path: Path,
+) -> None:
+    _write(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/buffers.py": BUFFERS,
+            "engine/staging.py": """
+                import torch
+
+                from engine.buffers import PointerPool
+
+
+                def stage(pool: PointerPool, extra):
+                    table = torch.tensor(pool.ptrs, dtype=torch.int64)  # expect: signed-storage
+                    sizes = torch.tensor(pool.sizes, dtype=torch.int64)  # clean
+                    same = torch.tensor(pool.ptrs, dtype=torch.uint64)  # clean
+                    return table, sizes, same, extra.data_ptr()
+            """,
+        },
+    )
+    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))
+
+
+def test_a_tree_linted_from_inside_its_package_resolves_its_absolute_imports(
+    tmp_path: Path,
+) -> None:
+    meta = """
+        from engine.buffers import CopyBuffers
+
+
+        def collect(copy_bufs: CopyBuffers, t):
+            copy_bufs.src_ptrs.np[0] = t.data_ptr()  # expect: signed-storage
+            copy_bufs.dst_ptrs.np[0] = t.data_ptr()  # clean
+    """
+    _write(tmp_path, {"engine/buffers.py": BUFFERS, "engine/meta.py": meta})
+    _check(lint_paths([tmp_path / "engine"]), sorted(tmp_path.rglob("*.py")))
+
+
+def test_the_index_is_the_same_when_the_run_is_split_across_processes(tmp_path: Path) -> None:
+    meta = """
+        from engine.buffers import CopyBuffers
+
+
+        def collect(copy_bufs: CopyBuffers, t):
+            copy_bufs.src_ptrs.np[0] = t.data_ptr()
+    """
+    files = {"engine/__init__.py": "", "engine/buffers.py": BUFFERS}
+    files.update({f"engine/meta_{index}.py": meta for index in range(210)})
+    _write(tmp_path, files)
+    serial = lint_paths([tmp_path], jobs=1)
+    parallel = lint_paths([tmp_path], jobs=2)
+    assert len(serial.findings) == 210
+    assert parallel.findings == serial.findings
