@@ -522,7 +522,7 @@ def _lint(args: argparse.Namespace) -> int:
     if options.baseline is not None and args.write_baseline is None:
         accepted = baseline.read_baseline(options.baseline)
     files = options.python_files()
-    run = options.selected(checker.lint_paths(files, jobs=args.jobs))
+    run = options.selected(checker.lint_paths(options.paths, files=files, jobs=args.jobs))
     if args.write_baseline is not None:
         written = baseline.write_baseline(args.write_baseline, run)
         print(formats.summary(run))

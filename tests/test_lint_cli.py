@@ -194,6 +194,23 @@ def test_a_kernel_in_one_file_is_matched_with_its_launch_in_another(tmp_path: Pa
     assert "kernels.py:6" in finding.message
 
 
+def test_the_command_resolves_imports_between_the_modules_of_a_directory_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A table made by a factory of a sibling module, found through a relative import.
+    factory = "import torch\n\n\ndef make_table(n):\n    return torch.zeros(n, dtype=torch.int64)\n"
+    stage = (
+        "from .tables import make_table\n\n\ndef stage(ts):\n"
+        "    table = make_table(len(ts))\n    table[0] = ts[0].data_ptr()\n"
+    )
+    _project(tmp_path, **{"engine/__init__.py": "", "engine/tables.py": factory})
+    _project(tmp_path, **{"engine/stage.py": stage})
+    monkeypatch.chdir(tmp_path)
+    assert main(["lint", "engine", "--format=json"]) == 1
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
+    assert (finding["path"], finding["line"]) == ("engine/stage.py", 6)
+
+
 def test_only_files_with_an_address_source_or_triton_are_parsed(tmp_path: Path) -> None:
     # A kernel decorated @jit, imported from triton, is read; a torch.jit file (here one that
     # would not parse) has neither and is not parsed, so not listed.

@@ -364,3 +364,207 @@ def test_the_index_is_the_same_when_the_run_is_split_across_processes(tmp_path: 
     parallel = lint_paths([tmp_path], jobs=2)
     assert len(serial.findings) == 210
     assert parallel.findings == serial.findings
+
+
+# Members of the tree's classes, called or read on what is not followed; handles and chains.
+
+SPECS = """
+import torch
+
+
+class Spec:
+    def data_ptrs(self, layers):
+        raise NotImplementedError
+
+    @property
+    def base_addr(self):
+        \"\"\"The first layer's address.\"\"\"
+
+
+class PerLayer(Spec):
+    def data_ptrs(self, layers):
+        return [self.caches[i].data_ptr() for i in layers]
+
+    @property
+    def base_addr(self):
+        return self.caches[0].data_ptr()
+
+    def sizes(self, layers):
+        return [self.caches[i].nbytes for i in layers]
+
+
+class Fused(Spec):
+    def data_ptrs(self, layers):
+        return [self.cache.data_ptr()]
+
+    @property
+    def base_addr(self):
+        return self.cache.data_ptr()
+"""
+
+
+def test_a_member_the_tree_defines_only_as_giving_addresses_is_followed_through_helpers(
+    tmp_path: Path,
+) -> None:
+    # utils returns what a method of specs gives; the connectors store what utils returns.
+    _write(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/specs.py": SPECS,
+            "engine/registry.py": """
+                from engine.specs import Fused, PerLayer
+
+
+                def get_spec(caches, fmt):
+                    return (PerLayer if fmt else Fused)(caches)
+            """,
+            "engine/utils.py": """
+                from engine.registry import get_spec
+
+
+                def group_data_ptrs(caches, fmt, layers) -> list[int]:
+                    return get_spec(caches, fmt).data_ptrs(layers)
+
+
+                def group_sizes(caches, fmt, layers) -> list[int]:
+                    return get_spec(caches, fmt).sizes(layers)
+            """,
+            "engine/connector.py": """
+                import array
+
+                import numpy as np
+                import torch
+
+                from engine.utils import group_data_ptrs, group_sizes
+
+
+                def to_tensor(values):
+                    packed = array.array("q", values)  # expect: signed-storage
+                    return torch.frombuffer(packed, dtype=torch.long)
+
+
+                class Connector:
+                    def __init__(self, caches, fmt, groups, objs):
+                        self.tables = []
+                        for group in groups:
+                            ptrs = group_data_ptrs(caches, fmt, group)
+                            cpu = torch.empty(len(ptrs), dtype=torch.int64)
+                            cpu.numpy()[:] = ptrs  # expect: signed-storage
+                            same = torch.empty(len(ptrs), dtype=torch.uint64)
+                            same.numpy()[:] = ptrs  # clean
+                            sizes = group_sizes(caches, fmt, group)
+                            counts = torch.tensor(sizes, dtype=torch.int64)  # clean
+                            self.tables.append(to_tensor(ptrs))
+                        bases = [o.base_addr for o in objs]
+                        self.bases = np.array(bases, dtype=np.int64)  # expect: signed-storage
+                        self.ubases = np.array(bases, dtype=np.uint64)  # clean
+            """,
+        },
+    )
+    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))
+
+
+def test_a_member_some_class_of_the_tree_defines_otherwise_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    _write(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/specs.py": SPECS,
+            "engine/other.py": """
+                class Counter:
+                    @property
+                    def base_addr(self):
+                        return self.first_index
+            """,
+            "engine/use.py": """
+                import numpy as np
+
+
+                def gather(objs, spec, layers):
+                    bases = np.array([o.base_addr for o in objs], dtype=np.int64)  # clean
+                    given = spec.data_ptrs(layers)
+                    ptrs = np.array(given, dtype=np.int64)  # expect: signed-storage
+                    return bases, ptrs, spec.caches[0].data_ptr()
+            """,
+        },
+    )
+    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))
+
+
+def test_symmetric_memory_handles_from_helpers_and_classes_of_the_tree_give_their_addresses(
+    tmp_path: Path,
+) -> None:
+    _write(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/symm.py": """
+                import os
+
+
+                def peer_rendezvous(tensor, group):
+                    import torch.distributed._symmetric_memory as symm_mem
+
+                    try:
+                        return symm_mem.rendezvous(tensor, group)
+                    finally:
+                        os.environ["NO_MULTICAST"] = "0"
+
+
+                def multicast_rendezvous(tensor, group):
+                    import torch.distributed._symmetric_memory as symm_mem
+
+                    handle = symm_mem.rendezvous(tensor, group)
+                    return handle, int(handle.multicast_ptr or 0)
+            """,
+            "engine/common/__init__.py": "",
+            "engine/common/mailbox.py": """
+                import torch
+                import torch.distributed._symmetric_memory as symm_mem
+
+                from ..symm import multicast_rendezvous, peer_rendezvous
+
+
+                class Mailbox:
+                    def __init__(self, group, device, multicast=True):
+                        self.buffer = symm_mem.empty((2, 4), dtype=torch.int32, device=device)
+                        if multicast:
+                            self.handle, self.mc = multicast_rendezvous(self.buffer, group)
+                        else:
+                            self.handle, self.mc = peer_rendezvous(self.buffer, group), 0
+
+
+                class Exchange:
+                    def __init__(self, group, device, parities=2):
+                        recv = peer_rendezvous(symm_mem.empty(4, device=device), group)
+                        size = 4096
+                        ptrs = recv.buffer_ptrs
+                        bases = [[int(b) + p * size for b in ptrs] for p in range(parities)]
+                        peers = torch.tensor(bases, dtype=torch.int64)  # expect: signed-storage
+                        self.upeers = torch.tensor(bases, dtype=torch.uint64)  # clean
+                        i64 = dict(dtype=torch.int64, device=device)
+                        u64 = dict(dtype=torch.uint64, device=device)
+                        self.table = torch.tensor(recv.buffer_ptrs, **i64)  # expect: signed-storage
+                        self.utable = torch.tensor(recv.buffer_ptrs, **u64)  # clean
+                        self.ranks = torch.tensor([recv.rank], **i64)  # clean
+            """,
+            "engine/moe/__init__.py": "",
+            "engine/moe/tail.py": """
+                import torch
+
+                from ..common.mailbox import Mailbox
+
+
+                class Tail:
+                    def __init__(self, group, device):
+                        self.rs = Mailbox(group, device, multicast=False)
+                        ptrs = self.rs.handle.buffer_ptrs
+                        self.peers = torch.tensor(ptrs, dtype=torch.int64)  # expect: signed-storage
+                        self.upeers = torch.tensor(ptrs, dtype=torch.uint64)  # clean
+            """,
+        },
+    )
+    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))

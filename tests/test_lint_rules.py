@@ -222,6 +222,26 @@ CASES = {
             seen = {t.data_ptr(): t for t in ts}  # clean
             print(f"{ts[0].data_ptr():#x}", hex(ts[0].data_ptr()))  # clean
     """,
+    "an address offset by int64 arrays": """
+        def descriptors(t, blocks, n):
+            offsets = np.asarray(blocks, dtype=np.int64)
+            table = np.zeros(n, dtype=np.int64)
+            table[0:n] = t.data_ptr() + offsets * 4096  # expect: signed-storage
+            bits = np.zeros(n, dtype=np.int64)
+            bits[0:n] = table + offsets  # clean
+            unsigned = np.zeros(n, dtype=np.uint64)
+            unsigned[0:n] = np.uint64(t.data_ptr()) + offsets.astype(np.uint64)  # clean
+    """,
+    "a dict of addresses looked up by a computed key": """
+        def arguments(ts, names, sizes):
+            ptrs = {"a": ts[0].data_ptr(), "b": ts[1].data_ptr()}
+            lens = {"a": sizes[0], "b": sizes[1]}
+            chosen = [ptrs[k] for k in names]
+            signed = torch.tensor(chosen, dtype=torch.int64)  # expect: signed-storage
+            unsigned = torch.tensor(chosen, dtype=torch.uint64)  # clean
+            counts = torch.tensor([lens[k] for k in names], dtype=torch.int64)  # clean
+            return signed, unsigned, counts
+    """,
     "cuda array interface and addressof": """
         def sources(t, obj, n):
             table = np.zeros(n, dtype=np.int64)
@@ -257,7 +277,7 @@ CASES = {
     "IPC open calls": """
         from cuda import cudart
 
-        def open_peers(lib, handles, n):
+        def open_peers(lib, heap, handles, n):
             table = torch.zeros(n, dtype=torch.int64)
             unsigned = torch.zeros(n, dtype=torch.uint64)
             pointer = lib.cudaIpcOpenMemHandle(handles[0])
@@ -266,6 +286,8 @@ CASES = {
             table[1] = lib.hipIpcOpenMemHandle(handles[1]).value  # expect: signed-storage
             table[2] = open_ipc_handle(handles[2])  # expect: signed-storage
             table[3] = ipc_open(handles[3])  # expect: signed-storage
+            table[9] = heap.open_mem_handle(handles[8])  # expect: signed-storage
+            unsigned[9] = heap.open_mem_handle(handles[8])  # clean
             err, ptr = cudart.cudaIpcOpenMemHandle(handles[4], 1)
             table[4] = ptr  # expect: signed-storage
             unsigned[4] = ptr  # clean
@@ -460,6 +482,7 @@ ONLY_SOURCE = {
     "cudaIpcOpenMemHandle": "lib.cudaIpcOpenMemHandle(handle).value",
     "ipc_open": "ipc_open(handle)",
     "open_ipc": "lib.open_ipc_handle(handle)",
+    "open_mem_handle": "lib.open_mem_handle(handle)",
 }
 
 
@@ -484,6 +507,8 @@ def test_a_file_whose_only_address_source_is_a_new_one_is_read(tmp_path: Path, n
         ("ipc_open", True),
         ("ipc_open_mem_handle", True),
         ("open_ipc_handle", True),
+        ("open_mem_handle", True),
+        ("OpenMemHandle", True),
         ("_open_ipc_buffer", True),
         ("IPC_OPEN", True),
         ("cudaIpcOpenEventHandle", False),
@@ -492,6 +517,8 @@ def test_a_file_whose_only_address_source_is_a_new_one_is_read(tmp_path: Path, n
         ("reopen_ipc", False),
         ("cudaIpcGetMemHandle", False),
         ("open", False),
+        ("reopen_mem_handle", False),
+        ("open_memory", False),
     ],
 )
 def test_ipc_open_calls_are_named_as_such(name: str, opens: bool) -> None:

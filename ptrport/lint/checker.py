@@ -35,12 +35,13 @@ from ptrport.lint.flow import ModuleFlow
 from ptrport.lint.rules import RULES, Finding, fix_for, passed
 from ptrport.lint.suppressions import Ignore, ignores
 from ptrport.lint.tree_index import (
+    PROPERTY,
     ModuleFile,
     ModuleNames,
     Shape,
     TreeIndex,
 )
-from ptrport.lint.values import Holds, Kernel, Launch, Site
+from ptrport.lint.values import Holds, Kernel, Launch, Site, Value, join
 
 TRIGGERS = (
     "data_ptr",
@@ -50,9 +51,14 @@ TRIGGERS = (
     "ctypes.data",
     "c_void_p",
     "rendezvous",
+    "buffer_ptrs",
+    "signal_pad_ptrs",
+    "multicast_ptr",
     "IpcOpen",
     "ipc_open",
     "open_ipc",
+    "open_mem_handle",
+    "OpenMemHandle",
     "triton",
 )
 """A file holding none of these has no address source and no Triton kernel (whose decorator is
@@ -73,6 +79,12 @@ _PARALLEL_FROM = 200
 _TOO_DEEP = "nested too deeply to follow (past Python's recursion limit)"
 _COLLECT_EVERY = 50_000
 """Allocations between two runs of the cyclic garbage collector while files are linted."""
+_DEFINED = re.compile(r"def[ \t]+(\w+)")
+"""A function defined (a method among them), by its name: a file that is not parsed is only
+searched for them (which takes a tenth of matching methods alone)."""
+_ROUNDS = 4
+"""At most this many analyses again with what the last one found (a method of one module
+returned by a helper of another, stored in a third, takes three)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +115,12 @@ class FileResult:
     """Whether it stores what it cannot see into storage that cannot hold addresses."""
     exports: list[Shape] = field(default_factory=list)
     """The shapes of its classes and functions that hold addresses."""
+    members: dict[str, Value] = field(default_factory=dict)
+    """Its classes' methods and properties (``@name``) that give addresses, and what."""
+    plain_members: frozenset[str] = frozenset()
+    """Its classes' methods and properties that do not."""
+    consulted_members: frozenset[str] = frozenset()
+    """The methods it called and the properties it read on what it could not follow."""
 
 
 @dataclass
@@ -181,6 +199,9 @@ def lint_source(
     in the tree whose ``index`` holds what it imports from the other modules."""
     result = FileResult(path, ignores=ignores(source))
     if not _triggered(source):
+        # No address source: none of its methods gives one (as methods or as properties).
+        defined = _DEFINED.findall(source)
+        result.plain_members = frozenset((*defined, *(PROPERTY + name for name in defined)))
         return result
     tree = _parse(source, path)
     if isinstance(tree, Unparsed):
@@ -192,6 +213,8 @@ def lint_source(
         result.unknown_storage = flow.unknown_storage
         result.unknown_stored = flow.unknown_stored
         result.exports = flow.address_shapes()
+        result.members, result.plain_members = flow.members()
+        result.consulted_members = frozenset(flow.consulted_members)
     except RecursionError:
         # Outside any one statement (a class body's assignment): the file is not followed.
         result.unparsed.append(Unparsed(path, 1, 1, _TOO_DEEP))
@@ -227,22 +250,25 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _shape(tasks: list[tuple[ModuleFile, tuple[str, ...]]]) -> list[tuple[str, dict[str, Shape]]]:
+def _shape(
+    tasks: list[tuple[ModuleFile, tuple[str, ...]]],
+) -> list[tuple[tuple[str, tuple[str, ...]], dict[str, Shape]]]:
     """What each module's names (asked for by the others) are, for those whose definition
     makes storage or holds an address (read from its text before the module is parsed)."""
-    found = []
     with _fewer_collections():
-        for module, asked in tasks:
-            source = _read(module.path) or ""
-            names = [name for name in asked if _makes_storage(source, name)]
-            tree = _parse(source, module.path) if names else None
-            if not isinstance(tree, ast.Module):
-                continue
-            try:
-                found.append((module.path, ModuleFlow(tree, module).shapes(names)))
-            except RecursionError:
-                continue
-    return found
+        return [((module.path, asked), _shapes_of(module, asked)) for module, asked in tasks]
+
+
+def _shapes_of(module: ModuleFile, asked: tuple[str, ...]) -> dict[str, Shape]:
+    source = _read(module.path) or ""
+    names = [name for name in asked if _makes_storage(source, name)]
+    tree = _parse(source, module.path) if names else None
+    if not isinstance(tree, ast.Module):
+        return {}
+    try:
+        return ModuleFlow(tree, module).shapes(names)
+    except RecursionError:
+        return {}
 
 
 def _makes_storage(source: str, name: str) -> bool:
@@ -275,76 +301,140 @@ def _fewer_collections() -> Iterator[None]:
         gc.set_threshold(*threshold)
 
 
-def lint_paths(paths: Sequence[Path], *, jobs: int | None = None) -> LintRun:
-    """Lint every Python file under ``paths`` with ``jobs`` processes (default: one per CPU for
-    a large tree, this process for a small one)."""
-    files = python_files(paths)
+def lint_paths(
+    paths: Sequence[Path], *, jobs: int | None = None, files: Sequence[Path] | None = None
+) -> LintRun:
+    """Lint ``files`` (default: every Python file under ``paths``) with ``jobs`` processes
+    (default: one per CPU for a large tree, this process for a small one). The modules are
+    named from ``paths``: a directory given is the root that their imports are resolved from."""
+    files = python_files(paths) if files is None else list(files)
     names = ModuleNames.of(paths, files)
     modules = [names.files[path.as_posix()] for path in files]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     with _Workers(workers if len(files) >= _PARALLEL_FROM else 1) as split:
         results = split.map(_lint, modules, TreeIndex())
-        index, again = _index(split, results, names)
-        if again:
+        index = TreeIndex()
+        found = _Found()
+        # What a module gives may rest on what another gives (a helper returning what a
+        # method of a third module returns): each round follows one more such step.
+        for _ in range(_ROUNDS):
+            index, again = _index(split, results, names, index, found)
+            if not again:
+                break
             redone = {r.path: r for r in split.map(_lint, again, index)}
             results = [redone.get(result.path, result) for result in results]
     return _combine(results, len(files))
 
 
 def _index(
-    split: _Workers, results: list[FileResult], names: ModuleNames
+    split: _Workers,
+    results: list[FileResult],
+    names: ModuleNames,
+    previous: TreeIndex,
+    found: _Found,
 ) -> tuple[TreeIndex, list[ModuleFile]]:
     """The index of what the files looked up in other modules, where it may change their
-    findings, and the files to analyse again with it:
+    findings, and the files to analyse again with it (those for which it differs from the
+    ``previous`` one they were analysed with; ``found`` keeps what earlier rounds read):
 
     - a file storing an address into storage whose dtype it cannot see: every name it looked
       up, as its module's shape (:func:`_shape`);
     - a file storing what it cannot see into storage that cannot hold an address: the names
       it looked up that hold addresses (as their own modules found), where it names what
-      gives them.
+      gives them;
+    - a file calling a method (reading a property) on what it cannot see: the tree's members
+      of that name, where all give addresses (:func:`_members`).
     """
     holding = {
         (result.path, shape.name.rpartition(".")[2]): shape
         for result in results
         for shape in result.exports
     }
-    index = TreeIndex()
-    again: set[str] = set()
+    index = TreeIndex(members=_members(results))
+    uses: dict[str, set[str]] = {}
     wanted: dict[str, dict[str, set[str]]] = {}
     asking: dict[str, set[str]] = {}
     for result in results:
-        source: str | None = None
+        used = uses.setdefault(result.path, set())
         for key in result.consulted:
             module, _, name = key.rpartition(".")
             provider = names.path_of(module) if module else None
             if provider is None or provider == result.path:
                 continue
             shape = holding.get((provider, name))
-            if shape is not None and result.unknown_stored:
-                source = source if source is not None else _read(result.path) or ""
-            if shape is not None and source and _names(source, shape):
+            if shape is not None and result.unknown_stored and found.names(result.path, shape):
                 index.shapes[key] = shape
-                again.add(result.path)
+                used.add(key)
             elif result.unknown_storage:
                 wanted.setdefault(provider, {}).setdefault(name, set()).add(key)
                 asking.setdefault(key, set()).add(result.path)
     tasks = [(names.files[path], tuple(sorted(asked))) for path, asked in sorted(wanted.items())]
-    for path, shapes in split.map(_shape, tasks):
+    # A module's shapes rest on its text alone: those of an earlier round are kept.
+    new = [task for task in tasks if (task[0].path, task[1]) not in found.shapes]
+    found.shapes.update(split.map(_shape, new))
+    for path, shapes in ((m.path, found.shapes[(m.path, asked)]) for m, asked in tasks):
         for name, shape in shapes.items():
             index.shapes[shape.name] = shape
             for key in wanted[path].get(name, ()):
                 index.shapes[key] = shape
                 if not shape.empty:
-                    again.update(asking[key])
+                    for asker in asking[key]:
+                        uses[asker].add(key)
+    # A member changes what a file finds where it stores what it could not see, and what it
+    # gives where another module of the tree looks it up.
+    looked_up = {
+        names.path_of(module)
+        for module in {key.rpartition(".")[0] for r in results for key in r.consulted}
+    }
+    again = {
+        result.path
+        for result in results
+        if any(index.shapes.get(k) != previous.shapes.get(k) for k in uses[result.path])
+        or (
+            (result.unknown_stored or result.path in looked_up)
+            and any(
+                index.members.get(m) != previous.members.get(m) for m in result.consulted_members
+            )
+        )
+    }
     return index, [names.files[path] for path in sorted(again)]
 
 
-def _names(source: str, shape: Shape) -> bool:
-    """Whether ``source`` names an attribute, method or function through which ``shape`` gives
-    addresses."""
-    return any(
-        name in source and re.search(rf"\b{name}\b", source) for name in shape.giving_addresses()
-    )
+def _members(results: list[FileResult]) -> dict[str, Value]:
+    """The methods and properties that give addresses in every module defining one of their
+    name (each module's own, joined)."""
+    plain = frozenset().union(*(result.plain_members for result in results))
+    giving: dict[str, Value] = {}
+    for result in results:
+        for key, value in result.members.items():
+            if key not in plain:
+                giving[key] = join(giving.get(key), value)
+    return giving
+
+
+@dataclass
+class _Found:
+    """What the rounds of a run read of the tree's files, which does not change between them."""
+
+    shapes: dict[tuple[str, tuple[str, ...]], dict[str, Shape]] = field(default_factory=dict)
+    """Each module's shapes of the names asked for."""
+    texts: dict[str, str] = field(default_factory=dict)
+    mentions: dict[tuple[str, str], bool] = field(default_factory=dict)
+    """Whether a file's text has a name, as a word."""
+
+    def names(self, path: str, shape: Shape) -> bool:
+        """Whether the file ``path`` names an attribute, method or function through which
+        ``shape`` gives addresses."""
+        return any(self._mentions(path, name) for name in shape.giving_addresses())
+
+    def _mentions(self, path: str, name: str) -> bool:
+        if (path, name) not in self.mentions:
+            if path not in self.texts:
+                self.texts[path] = _read(path) or ""
+            text = self.texts[path]
+            named = name in text and re.search(rf"\b{name}\b", text) is not None
+            self.mentions[(path, name)] = named
+        return self.mentions[(path, name)]
 
 
 class _Workers:

@@ -56,6 +56,7 @@ from ptrport.lint.library import (
     opens_ipc_memory,
 )
 from ptrport.lint.tree_index import (
+    PROPERTY,
     ClassShape,
     FunctionShape,
     ModuleFile,
@@ -171,6 +172,9 @@ class ModuleFlow:
         """Whether what is not known here is stored into storage that cannot hold addresses
         (which, from what :attr:`consulted` names, may be one)."""
         self._function_returns: dict[str, Value] = {}
+        self.consulted_members: set[str] = set()
+        """The methods called, and the properties read (``@name``), on what is not followed
+        here, which the tree's classes may say hold addresses (:attr:`TreeIndex.members`)."""
 
     # The passes.
 
@@ -200,6 +204,25 @@ class ModuleFlow:
             if any(holds_address(value) for value in values):
                 shapes.append(self._shape(info, local))
         return shapes
+
+    def members(self) -> tuple[dict[str, Value], frozenset[str]]:
+        """After :meth:`run`, the methods and properties (``@name``) of the module's classes:
+        those that give addresses, with what they give, and the names of those that do not
+        (an abstract one, whose body only raises or passes, is neither)."""
+        local = frozenset(self.classes)
+        giving: dict[str, Value] = {}
+        plain: set[str] = set()
+        for info in self.classes.values():
+            for name, method in info.methods.items():
+                if name.startswith("__") or _abstract(method):
+                    continue
+                key = PROPERTY + name if _is_property(method) else name
+                value = info.returns.get(name, NOTHING)
+                if holds_address(value):
+                    giving[key] = join(giving.get(key), exported(value, self.module, local))
+                else:
+                    plain.add(key)
+        return {k: v for k, v in giving.items() if k not in plain}, frozenset(plain)
 
     def shapes(self, names: Iterable[str]) -> dict[str, Shape]:
         """What the other modules of the tree see of ``names`` (classes and functions defined
@@ -874,6 +897,11 @@ class ModuleFlow:
                 return Value(holds=base.holds, origin=base.origin)
             if node.attr in VIEW_ATTRIBUTES:
                 return base
+        if base == NOTHING:
+            # Of what is not followed: what the tree's properties of that name all give.
+            key = PROPERTY + node.attr
+            self.consulted_members.add(key)
+            return self.index.members.get(key, NOTHING)
         return NOTHING
 
     def _subscript(self, node: ast.Subscript, frame: Frame) -> Value:
@@ -882,6 +910,9 @@ class ModuleFlow:
         self._value(index, frame)
         if base.keys is not None and isinstance(index, ast.Constant):
             return dict(base.keys).get(str(index.value), NOTHING)
+        if base.keys is not None and base.instance is None:
+            # A dict written out, looked up by a key the code computes: any of its values.
+            return join_all(value for _, value in base.keys)
         if base.items is not None:
             if isinstance(index, ast.Constant) and isinstance(index.value, int):
                 if -len(base.items) <= index.value < len(base.items):
@@ -1078,6 +1109,11 @@ class ModuleFlow:
             scalar = (left.scalar or left.dtype is None) and (right.scalar or right.dtype is None)
             if dtype is None:
                 return NOTHING
+            given = left if left.holds is holds else right
+            if holds is Holds.ADDRESS and given.dtype is None and dtype.width is Width.SIGNED64:
+                # A Python int address meeting int64 values is converted to int64 here: what
+                # the result is stored into is where the address must fit.
+                return Value(holds=holds, origin=origin)
             return Value(holds=holds, dtype=dtype, scalar=scalar, origin=origin)
         return Value(holds=holds, origin=origin) if holds else NOTHING
 
@@ -1287,6 +1323,12 @@ class ModuleFlow:
         for keyword in node.keywords:
             if keyword.arg == "dtype":
                 return self._dtype(keyword.value, frame)
+        for keyword in node.keywords:
+            # ``**options``, where ``options = dict(dtype=torch.int64, device=device)``.
+            if keyword.arg is None and isinstance(keyword.value, ast.Name):
+                given = dict(self._value(keyword.value, frame).keys or ())
+                if "dtype" in given:
+                    return given["dtype"].denotes
         if position is not None and len(node.args) > position:
             return self._dtype(node.args[position], frame)
         return None
@@ -1541,6 +1583,13 @@ class ModuleFlow:
             element = read_back(element)
         return list_of(element)
 
+    def _dict_call(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
+        """``dict(dtype=torch.int64, device=d)``: its keys, as a dict written out has them."""
+        if arguments:
+            return NOTHING
+        keys = tuple((kw.arg, self._value(kw.value, frame)) for kw in node.keywords if kw.arg)
+        return Value(keys=keys) if keys else NOTHING
+
     def _zip(self, node: ast.Call, frame: Frame, arguments: list[Value]) -> Value:
         parts = tuple(element_of(a) for a in arguments)
         return Value(element=Value(items=parts)) if any(p != NOTHING for p in parts) else NOTHING
@@ -1583,7 +1632,13 @@ class ModuleFlow:
                 self._store(node, receiver, arguments[-1], frame, func.value)
             return NOTHING
         if receiver == NOTHING:
-            # Of what is not followed (a factory passed in): storage where given ``dtype=``.
+            # Of what is not followed: what the tree's methods of that name all give, else
+            # (a factory passed in) storage where given ``dtype=``.
+            self.consulted_members.add(method)
+            member = self.index.members.get(method)
+            if member is not None:
+                self._arguments(node, frame)
+                return member
             return self._unknown_call(node, frame)
         if follow is None or dtype is None or dtype.library not in ("torch", "numpy"):
             self._arguments(node, frame)
@@ -1866,6 +1921,7 @@ _BUILTIN_CALLS: dict[str, Callable[[ModuleFlow, ast.Call, Frame, list[Value]], V
     "int": ModuleFlow._int,
     "float": ModuleFlow._float,
     **dict.fromkeys(BUILTIN_CONTAINERS, ModuleFlow._container),
+    "dict": ModuleFlow._dict_call,
     "zip": ModuleFlow._zip,
     "enumerate": ModuleFlow._enumerate,
     "min": ModuleFlow._extreme,
@@ -1929,6 +1985,20 @@ def _made(node: ast.expr) -> ast.expr:
 _FORWARD = re.compile(r"\s*(?:Optional\[\s*)?(?P<name>[\w.]+)\s*(?:\]|\|\s*None)?\s*")
 """A forward reference to a class: ``"Buffers"``, ``"Optional[pkg.Buffers]"``,
 ``"Buffers | None"``."""
+
+
+def _is_property(function: Function) -> bool:
+    """Whether ``function`` is decorated ``@property`` (or ``@functools.cached_property``)."""
+    return any(_last_name(d) in ("property", "cached_property") for d in function.decorator_list)
+
+
+def _abstract(function: Function) -> bool:
+    """Whether ``function``'s body only documents, passes or raises (it gives nothing)."""
+    return all(
+        isinstance(statement, ast.Pass | ast.Raise)
+        or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+        for statement in function.body
+    )
 
 
 def _decorated(function: Function, decorator: str) -> bool:

@@ -37,16 +37,17 @@ SYMMETRIC_MEMORY_ADDRESSES = {
 ``_dev`` forms are each the device address of an array of the peers' addresses."""
 OUT_POINTERS = frozenset({"byref", "pointer", "addressof"})
 """ctypes calls passing where a C function writes its result (its own result is a status)."""
-_IPC_OPEN = re.compile(r"^_*(?:cuda|hip|cu)?(?i:ipc_?open|open_?ipc)")
+_IPC_OPEN = re.compile(r"^_*(?:cuda|hip|cu)?(?i:ipc_?open|open_?ipc|(?:ipc_?)?open_?mem_?handle)")
 
 
 @functools.lru_cache(maxsize=4096)
 def opens_ipc_memory(name: str) -> bool:
     """Whether a function or method named ``name`` maps another process's device memory and
     gives its address: its name starts (after ``_``s and a ``cuda``/``hip``/``cu`` prefix) with
-    ``IpcOpen``/``ipc_open``/``open_ipc`` in any case, and it does not open an IPC event
-    (``cudaIpcOpenMemHandle``, ``hipIpcOpenMemHandle``, ``ipc_open``, ``open_ipc_handle``;
-    not ``cudaIpcOpenEventHandle``, ``is_ipc_open``)."""
+    ``IpcOpen``/``ipc_open``/``open_ipc``, or with ``open_mem_handle`` (the runtime call without
+    its ``Ipc``, as wrappers of it name it), in any case, and it does not open an IPC event
+    (``cudaIpcOpenMemHandle``, ``hipIpcOpenMemHandle``, ``ipc_open``, ``open_ipc_handle``,
+    ``heap.open_mem_handle``; not ``cudaIpcOpenEventHandle``, ``is_ipc_open``)."""
     return _IPC_OPEN.match(name) is not None and "event" not in name.lower()
 
 

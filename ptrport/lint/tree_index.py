@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ptrport.lint.library import SYMMETRIC_MEMORY
 from ptrport.lint.values import NOTHING, Holds, Value, carried
 
 
@@ -53,6 +54,8 @@ class ModuleNames:
     """The path of each name; ``None`` where several files have it."""
     by_last: dict[str, list[str]] = field(default_factory=dict)
     """The names ending in each last part."""
+    found: dict[str, str | None] = field(default_factory=dict)
+    """The file of each other name asked for (:meth:`path_of`)."""
 
     @classmethod
     def of(cls, roots: Sequence[Path], paths: Sequence[Path]) -> ModuleNames:
@@ -80,6 +83,11 @@ class ModuleNames:
         """The file of the module ``module`` (as a file of the run imports it), if one."""
         if module in self.by_name:
             return self.by_name[module]
+        if module not in self.found:
+            self.found[module] = self._ending(module)
+        return self.found[module]
+
+    def _ending(self, module: str) -> str | None:
         ending = [
             name
             for name in self.by_last.get(module.rpartition(".")[2], ())
@@ -131,17 +139,35 @@ class FunctionShape:
 Shape = ClassShape | FunctionShape
 
 
+PROPERTY = "@"
+"""Before a member's name: a property (read, not called)."""
+
+
 @dataclass
 class TreeIndex:
     """The classes and functions of the tree that its modules import from each other, by each
-    qualified name they are imported under (and their own)."""
+    qualified name they are imported under (and their own); and the members that give
+    addresses wherever the tree defines them."""
 
     shapes: dict[str, Shape] = field(default_factory=dict)
+    members: dict[str, Value] = field(default_factory=dict)
+    """The methods (and properties, ``@name``) that every class of the tree defining one of
+    that name gives addresses from: what a call (a read) on what is not followed gives."""
 
 
 def holds_address(value: Value) -> bool:
-    """Whether ``value`` holds an address (or its int64 bits), itself or in its elements."""
-    return carried(value) in (Holds.ADDRESS, Holds.BITS)
+    """Whether ``value`` holds an address (or its int64 bits) or a handle whose attributes are
+    addresses (torch's symmetric memory), itself or in its elements."""
+    return carried(value) in (Holds.ADDRESS, Holds.BITS) or _is_handle(value)
+
+
+def _is_handle(value: Value | None) -> bool:
+    if value is None:
+        return False
+    if value.instance == SYMMETRIC_MEMORY:
+        return True
+    inner = (value.element, *(value.items or ()), *(v for _, v in value.keys or ()))
+    return any(_is_handle(v) for v in inner)
 
 
 _LINE = re.compile(r"\bline (\d+)")

@@ -86,9 +86,11 @@ def _same(a: _T | None, b: _T | None) -> _T | None:
 
 def join(a: Value | None, b: Value | None) -> Value:
     """What is known of a value that is ``a`` on one path and ``b`` on another."""
-    if a is None or a == NOTHING:
+    if a is b:
+        return a if a is not None else NOTHING
+    if a is None or a is NOTHING or a == NOTHING:
         return b or NOTHING
-    if b is None or b == NOTHING or a == b:
+    if b is None or b is NOTHING or b == NOTHING or a == b:
         return a
     items = None
     if a.items is not None and b.items is not None and len(a.items) == len(b.items):
@@ -124,10 +126,16 @@ def join_all(values: Iterable[Value]) -> Value:
 
 def join_names(maps: list[dict[str, Value]]) -> dict[str, Value]:
     """The names of several paths joined: each known on one path is joined with the others."""
+    if len(maps) == 1:
+        return dict(maps[0])
     joined: dict[str, Value] = {}
     for names in maps:
         for name, value in names.items():
-            joined[name] = join(joined[name], value) if name in joined else value
+            known = joined.get(name)
+            if known is None:
+                joined[name] = value
+            elif known is not value:
+                joined[name] = join(known, value)
     return joined
 
 
