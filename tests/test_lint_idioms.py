@@ -568,3 +568,54 @@ def test_symmetric_memory_handles_from_helpers_and_classes_of_the_tree_give_thei
         },
     )
     _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))
+
+
+def test_a_module_without_an_address_source_is_read_where_it_imports_one(
+    tmp_path: Path,
+) -> None:
+    # The consumers name no address source: only what they import from the tree gives one.
+    _write(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/specs.py": SPECS,
+            "engine/helpers.py": """
+                from engine.specs import PerLayer
+
+
+                def layer_ptrs(caches, layers):
+                    return PerLayer(caches).data_ptrs(layers)
+
+
+                def layer_sizes(caches, layers):
+                    return PerLayer(caches).sizes(layers)
+            """,
+            "engine/tables.py": """
+                import torch
+
+                from .helpers import (  # the pointers and the sizes
+                    layer_ptrs,
+                    layer_sizes as sizes_of,
+                )
+
+
+                def build(caches, layers):
+                    given = layer_ptrs(caches, layers)
+                    ptrs = torch.tensor(given, dtype=torch.int64)  # expect: signed-storage
+                    same = torch.tensor(given, dtype=torch.uint64)  # clean
+                    sizes = torch.tensor(sizes_of(caches, layers), dtype=torch.int64)  # clean
+                    return ptrs, same, sizes
+            """,
+            "engine/unrelated.py": """
+                import torch
+
+                from engine.helpers import layer_sizes
+
+
+                def build(caches, layers):
+                    return torch.tensor(layer_sizes(caches, layers), dtype=torch.int64)  # clean
+            """,
+        },
+    )
+    run = lint_paths([tmp_path])
+    _check(run, sorted(tmp_path.rglob("*.py")))

@@ -40,6 +40,7 @@ from ptrport.lint.tree_index import (
     ModuleNames,
     Shape,
     TreeIndex,
+    absolute,
 )
 from ptrport.lint.values import Holds, Kernel, Launch, Site, Value, join
 
@@ -63,6 +64,21 @@ TRIGGERS = (
 )
 """A file holding none of these has no address source and no Triton kernel (whose decorator is
 ``triton.jit`` through an import that names triton): it is not parsed."""
+_ANCHORS = (
+    "_ptr",
+    "addressof",
+    "array_interface__",
+    "ctypes.data",
+    "c_void_p",
+    "rendezvous",
+    "pc_open",
+    "IpcOpen",
+    "open_ipc",
+    "em_handle",
+    "emHandle",
+    "triton",
+)
+"""Each trigger holds one of these."""
 STORAGE_WORDS = ("dtype", "Tensor(", "arange", "dataclass", "NamedTuple", *TRIGGERS)
 """A class or function of another module whose text holds none of these makes no storage of a
 known dtype, gives no address and binds no fields: it is not indexed."""
@@ -79,6 +95,21 @@ _PARALLEL_FROM = 200
 _TOO_DEEP = "nested too deeply to follow (past Python's recursion limit)"
 _COLLECT_EVERY = 50_000
 """Allocations between two runs of the cyclic garbage collector while files are linted."""
+_FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n;]*)")
+"""``from .module import a, b as c``: its dots, its module and what it imports."""
+_STORING_WORDS = (
+    "dtype",
+    "int64",
+    "int32",
+    "long",
+    "array(",
+    "struct",
+    "Tensor(",
+    "float(",
+    "c_int",
+)
+"""Words without which a file stores nothing where an address could not be held (read in a
+file that is not parsed: it needs parsing only where what it imports gives addresses)."""
 _DEFINED = re.compile(r"def[ \t]+(\w+)")
 """A function defined (a method among them), by its name: a file that is not parsed is only
 searched for them (which takes a tenth of matching methods alone)."""
@@ -121,6 +152,12 @@ class FileResult:
     """Its classes' methods and properties that do not."""
     consulted_members: frozenset[str] = frozenset()
     """The methods it called and the properties it read on what it could not follow."""
+    members_by_definition: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Of those, the ones each top-level function and class consulted."""
+    unread: bool = False
+    """Whether it was not parsed (no address source of its own); :attr:`consulted` is then
+    what it imports by name from other modules, and :attr:`unknown_stored` whether its text
+    names a dtype or storage that could not hold an address."""
 
 
 @dataclass
@@ -172,7 +209,8 @@ def _walk(root: Path) -> Iterator[Path]:
 
 
 def _triggered(source: str) -> bool:
-    return any(trigger in source for trigger in TRIGGERS)
+    # Most files hold none: fewer, shorter words (each in some trigger) are searched first.
+    return any(word in source for word in _ANCHORS) and any(t in source for t in TRIGGERS)
 
 
 def _parse(source: str, path: str) -> ast.Module | Unparsed:
@@ -199,10 +237,16 @@ def lint_source(
     in the tree whose ``index`` holds what it imports from the other modules."""
     result = FileResult(path, ignores=ignores(source))
     if not _triggered(source):
-        # No address source: none of its methods gives one (as methods or as properties).
-        defined = _DEFINED.findall(source)
-        result.plain_members = frozenset((*defined, *(PROPERTY + name for name in defined)))
-        return result
+        # No address source of its own: read only if it imports what gives one in the tree.
+        imported = _imported(source, module) if module is not None else frozenset()
+        if index is None or not imported & index.shapes.keys():
+            # None of its methods gives an address (as methods or as properties).
+            defined = _DEFINED.findall(source)
+            result.plain_members = frozenset((*defined, *(PROPERTY + name for name in defined)))
+            result.consulted = imported
+            result.unread = True
+            result.unknown_stored = any(word in source for word in _STORING_WORDS)
+            return result
     tree = _parse(source, path)
     if isinstance(tree, Unparsed):
         result.unparsed.append(tree)
@@ -215,6 +259,9 @@ def lint_source(
         result.exports = flow.address_shapes()
         result.members, result.plain_members = flow.members()
         result.consulted_members = frozenset(flow.consulted_members)
+        result.members_by_definition = {
+            name: frozenset(keys) for name, keys in flow.members_by_definition.items()
+        }
     except RecursionError:
         # Outside any one statement (a class body's assignment): the file is not followed.
         result.unparsed.append(Unparsed(path, 1, 1, _TOO_DEEP))
@@ -230,6 +277,21 @@ def lint_source(
         span = _span(located.node, lines)
         result.launches.append((located.launch, span, _start(located.statement)))
     return result
+
+
+def _imported(source: str, module: ModuleFile) -> frozenset[str]:
+    """What ``from ... import ...`` statements of ``source`` import, by qualified name (read
+    from its text: the file is not parsed)."""
+    found = set()
+    for dots, name, names in _FROM_IMPORT.findall(source):
+        imported_from = absolute(module, len(dots), name)
+        if imported_from is None:
+            continue
+        for part in re.sub(r"#[^\n]*", "", names).strip("()").split(","):
+            words = part.split()
+            if words and words[0] != "*" and words[0].isidentifier():
+                found.add(f"{imported_from}.{words[0]}")
+    return frozenset(found)
 
 
 def lint_file(
@@ -381,23 +443,53 @@ def _index(
                     for asker in asking[key]:
                         uses[asker].add(key)
     # A member changes what a file finds where it stores what it could not see, and what it
-    # gives where another module of the tree looks it up.
-    looked_up = {
-        names.path_of(module)
-        for module in {key.rpartition(".")[0] for r in results for key in r.consulted}
-    }
+    # gives where a file that does (or, not read, may) looks up what consulted it, or looks up
+    # what looks it up.
+    looked_up = _needed(results, names)
+
+    def changed(members: Iterable[str]) -> bool:
+        return any(index.members.get(m) != previous.members.get(m) for m in members)
+
     again = {
         result.path
         for result in results
         if any(index.shapes.get(k) != previous.shapes.get(k) for k in uses[result.path])
-        or (
-            (result.unknown_stored or result.path in looked_up)
-            and any(
-                index.members.get(m) != previous.members.get(m) for m in result.consulted_members
-            )
+        or (result.unknown_stored and changed(result.consulted_members))
+        or any(
+            (result.path, definition) in looked_up and changed(members)
+            for definition, members in result.members_by_definition.items()
         )
     }
     return index, [names.files[path] for path in sorted(again)]
+
+
+def _needed(results: list[FileResult], names: ModuleNames) -> set[tuple[str | None, str]]:
+    """The (file, name) pairs looked up, directly or through other modules of the tree, by the
+    files that store what they could not see (or, not read, may store anything and import from
+    a module that may give addresses)."""
+    lookups = {
+        result.path: {
+            (names.path_of(module), name)
+            for module, _, name in (key.rpartition(".") for key in result.consulted)
+        }
+        for result in results
+    }
+    giving = {r.path for r in results if r.consulted_members or r.exports}
+    pending = [
+        r.path
+        for r in results
+        if r.unknown_stored
+        and (not r.unread or any(provider in giving for provider, _ in lookups[r.path]))
+    ]
+    seen = set(pending)
+    needed: set[tuple[str | None, str]] = set()
+    while pending:
+        for provider, name in lookups.get(pending.pop(), ()):
+            needed.add((provider, name))
+            if provider is not None and provider not in seen:
+                seen.add(provider)
+                pending.append(provider)
+    return needed
 
 
 def _members(results: list[FileResult]) -> dict[str, Value]:

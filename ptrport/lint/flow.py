@@ -175,6 +175,10 @@ class ModuleFlow:
         self.consulted_members: set[str] = set()
         """The methods called, and the properties read (``@name``), on what is not followed
         here, which the tree's classes may say hold addresses (:attr:`TreeIndex.members`)."""
+        self.members_by_definition: dict[str, set[str]] = {}
+        """Those of :attr:`consulted_members` consulted while each top-level function or class
+        of the module was run (what it gives the other modules may rest on them)."""
+        self._definition: str | None = None
 
     # The passes.
 
@@ -185,9 +189,11 @@ class ModuleFlow:
         methods = {id(m) for info in self.classes.values() for m in info.methods.values()}
         for function in self._all_functions:
             if id(function) not in methods:
+                self._definition = function.name
                 result, _ = self._run(function, None, [], {}, None, 0)
                 if self.functions.get(function.name) is function:
                     self._function_returns[function.name] = result
+        self._definition = None
         return self
 
     def address_shapes(self) -> list[Shape]:
@@ -420,6 +426,7 @@ class ModuleFlow:
         self.kernels.append(Kernel(function.name, function.lineno, parameters))
 
     def _class_pass(self, info: ClassInfo) -> None:
+        self._definition = info.name
         frame = Frame({})
         for statement in info.node.body:
             if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
@@ -554,6 +561,11 @@ class ModuleFlow:
             return None
         self.consulted.add(qualified)
         return qualified if isinstance(self.index.shapes.get(qualified), ClassShape) else None
+
+    def _consult_member(self, key: str) -> None:
+        self.consulted_members.add(key)
+        if self._definition is not None:
+            self.members_by_definition.setdefault(self._definition, set()).add(key)
 
     def _method(self, owner: ClassInfo, name: str) -> tuple[ClassInfo, Function] | None:
         return next(
@@ -900,7 +912,7 @@ class ModuleFlow:
         if base == NOTHING:
             # Of what is not followed: what the tree's properties of that name all give.
             key = PROPERTY + node.attr
-            self.consulted_members.add(key)
+            self._consult_member(key)
             return self.index.members.get(key, NOTHING)
         return NOTHING
 
@@ -1634,7 +1646,7 @@ class ModuleFlow:
         if receiver == NOTHING:
             # Of what is not followed: what the tree's methods of that name all give, else
             # (a factory passed in) storage where given ``dtype=``.
-            self.consulted_members.add(method)
+            self._consult_member(method)
             member = self.index.members.get(method)
             if member is not None:
                 self._arguments(node, frame)
