@@ -418,6 +418,8 @@ def _index(
     asking: dict[str, set[str]] = {}
     for result in results:
         used = uses.setdefault(result.path, set())
+        if not (result.unknown_stored or result.unknown_storage):
+            continue
         for key in result.consulted:
             module, _, name = key.rpartition(".")
             provider = names.path_of(module) if module else None
@@ -445,35 +447,32 @@ def _index(
     # A member changes what a file finds where it stores what it could not see, and what it
     # gives where a file that does (or, not read, may) looks up what consulted it, or looks up
     # what looks it up.
-    looked_up = _needed(results, names)
-
-    def changed(members: Iterable[str]) -> bool:
-        return any(index.members.get(m) != previous.members.get(m) for m in members)
-
+    changed = {
+        member
+        for member in index.members.keys() | previous.members.keys()
+        if index.members.get(member) != previous.members.get(member)
+    }
+    looked_up = _needed(results, names, found) if changed else set()
     again = {
         result.path
         for result in results
         if any(index.shapes.get(k) != previous.shapes.get(k) for k in uses[result.path])
-        or (result.unknown_stored and changed(result.consulted_members))
+        or (result.unknown_stored and not changed.isdisjoint(result.consulted_members))
         or any(
-            (result.path, definition) in looked_up and changed(members)
+            (result.path, definition) in looked_up and not changed.isdisjoint(members)
             for definition, members in result.members_by_definition.items()
         )
     }
     return index, [names.files[path] for path in sorted(again)]
 
 
-def _needed(results: list[FileResult], names: ModuleNames) -> set[tuple[str | None, str]]:
+def _needed(
+    results: list[FileResult], names: ModuleNames, found: _Found
+) -> set[tuple[str | None, str]]:
     """The (file, name) pairs looked up, directly or through other modules of the tree, by the
     files that store what they could not see (or, not read, may store anything and import from
     a module that may give addresses)."""
-    lookups = {
-        result.path: {
-            (names.path_of(module), name)
-            for module, _, name in (key.rpartition(".") for key in result.consulted)
-        }
-        for result in results
-    }
+    lookups = {result.path: found.lookups(result, names) for result in results}
     giving = {r.path for r in results if r.consulted_members or r.exports}
     pending = [
         r.path
@@ -513,6 +512,23 @@ class _Found:
     texts: dict[str, str] = field(default_factory=dict)
     mentions: dict[tuple[str, str], bool] = field(default_factory=dict)
     """Whether a file's text has a name, as a word."""
+
+    looked_up: dict[str, tuple[FileResult, frozenset[tuple[str | None, str]]]] = field(
+        default_factory=dict
+    )
+    """What each file's result looked up, as (file, name) pairs."""
+
+    def lookups(self, result: FileResult, names: ModuleNames) -> frozenset[tuple[str | None, str]]:
+        """What ``result`` looked up, as (file, name) pairs (kept until the file is analysed
+        again)."""
+        kept = self.looked_up.get(result.path)
+        if kept is None or kept[0] is not result:
+            pairs = frozenset(
+                (names.path_of(module), name)
+                for module, _, name in (key.rpartition(".") for key in result.consulted)
+            )
+            kept = self.looked_up[result.path] = (result, pairs)
+        return kept[1]
 
     def names(self, path: str, shape: Shape) -> bool:
         """Whether the file ``path`` names an attribute, method or function through which
