@@ -619,3 +619,55 @@ def test_a_module_without_an_address_source_is_read_where_it_imports_one(
     )
     run = lint_paths([tmp_path])
     _check(run, sorted(tmp_path.rglob("*.py")))
+
+
+def test_a_member_reaching_what_a_helper_returns_or_a_class_keeps_is_followed_there(
+    tmp_path: Path,
+) -> None:
+    _write(
+        tmp_path,
+        {
+            "engine/__init__.py": "",
+            "engine/specs.py": SPECS,
+            "engine/collect.py": """
+                import logging
+
+
+                def all_ptrs(specs, layers):
+                    out = []
+                    for spec in specs:
+                        logging.debug("pointers %s", spec.data_ptrs(layers))
+                        out.extend(spec.data_ptrs(layers))
+                    return out
+            """,
+            "engine/gather.py": """
+                def first_ptrs(specs, layers):
+                    ptrs = specs[0].data_ptrs(layers)
+                    return ptrs
+
+
+                class Holder:
+                    def __init__(self, specs, layers):
+                        self.ptrs = [p for spec in specs for p in spec.data_ptrs(layers)]
+                        first, self.last = specs[0].data_ptrs(layers), specs[-1].data_ptrs(layers)
+            """,
+            "engine/store.py": """
+                import torch
+
+                from engine.collect import all_ptrs
+                from engine.gather import Holder, first_ptrs
+
+
+                def store(specs, layers):
+                    every, first = all_ptrs(specs, layers), first_ptrs(specs, layers)
+                    a = torch.tensor(every, dtype=torch.int64)  # expect: signed-storage
+                    b = torch.tensor(first, dtype=torch.int64)  # expect: signed-storage
+                    held = Holder(specs, layers)
+                    c = torch.tensor(held.ptrs, dtype=torch.int64)  # expect: signed-storage
+                    d = torch.tensor(held.last, dtype=torch.int64)  # expect: signed-storage
+                    e = torch.tensor(held.ptrs, dtype=torch.uint64)  # clean
+                    return a, b, c, d, e
+            """,
+        },
+    )
+    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))

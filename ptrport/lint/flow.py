@@ -179,6 +179,7 @@ class ModuleFlow:
         """Those of :attr:`consulted_members` consulted while each top-level function or class
         of the module was run (what it gives the other modules may rest on them)."""
         self._definition: str | None = None
+        self._returned: dict[Function, frozenset[str] | None] = {}
 
     # The passes.
 
@@ -562,10 +563,35 @@ class ModuleFlow:
         self.consulted.add(qualified)
         return qualified if isinstance(self.index.shapes.get(qualified), ClassShape) else None
 
-    def _consult_member(self, key: str) -> None:
+    def _consult_member(self, key: str, frame: Frame) -> None:
         self.consulted_members.add(key)
-        if self._definition is not None:
+        if self._definition is None:
+            return
+        if self._may_leave(frame):
             self.members_by_definition.setdefault(self._definition, set()).add(key)
+
+    def _may_leave(self, frame: Frame) -> bool:
+        """Whether what the statement running computes may leave its function: all but an
+        expression statement calling what is no local name and no method of its first
+        parameter (``logging.debug(...)``, ``copy(dst, src.data_ptr)``), and an assignment to
+        local names the function does not return."""
+        statement, function = frame.statement, frame.function
+        if function is None or not isinstance(statement, ast.Expr | ast.Assign):
+            return True
+        if isinstance(statement, ast.Expr):
+            if not isinstance(statement.value, ast.Call):
+                return isinstance(statement.value, ast.Yield | ast.YieldFrom | ast.Await)
+            root = _root(statement.value.func)
+            return root == frame.self_name or root in frame.env
+        targets = statement.targets
+        if not all(isinstance(target, ast.Name) for target in targets):
+            return True
+        if function not in self._returned:
+            self._returned[function] = _returned_names(function.body)
+        returned = self._returned[function]
+        return returned is None or any(
+            isinstance(target, ast.Name) and target.id in returned for target in targets
+        )
 
     def _method(self, owner: ClassInfo, name: str) -> tuple[ClassInfo, Function] | None:
         return next(
@@ -912,7 +938,7 @@ class ModuleFlow:
         if base == NOTHING:
             # Of what is not followed: what the tree's properties of that name all give.
             key = PROPERTY + node.attr
-            self._consult_member(key)
+            self._consult_member(key, frame)
             return self.index.members.get(key, NOTHING)
         return NOTHING
 
@@ -1646,7 +1672,7 @@ class ModuleFlow:
         if receiver == NOTHING:
             # Of what is not followed: what the tree's methods of that name all give, else
             # (a factory passed in) storage where given ``dtype=``.
-            self._consult_member(method)
+            self._consult_member(method, frame)
             member = self.index.members.get(method)
             if member is not None:
                 self._arguments(node, frame)
@@ -1808,7 +1834,7 @@ class ModuleFlow:
             return NOTHING, ()
         self._running.add(key)
         try:
-            frame = Frame({}, owner, depth=depth + 1)
+            frame = Frame({}, owner, depth=depth + 1, function=function)
             parameters = function.args.posonlyargs + function.args.args
             if instance is not None and parameters:
                 frame.self_name = parameters[0].arg
@@ -1997,6 +2023,37 @@ def _made(node: ast.expr) -> ast.expr:
 _FORWARD = re.compile(r"\s*(?:Optional\[\s*)?(?P<name>[\w.]+)\s*(?:\]|\|\s*None)?\s*")
 """A forward reference to a class: ``"Buffers"``, ``"Optional[pkg.Buffers]"``,
 ``"Buffers | None"``."""
+
+
+def _returned_names(body: list[ast.stmt]) -> frozenset[str] | None:
+    """The names a function's ``return`` statements name, at any depth (not in functions
+    defined in it); ``None`` where it yields."""
+    found: set[str] = set()
+    pending = list(body)
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        if isinstance(statement, ast.Return) and statement.value is not None:
+            found.update(n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name))
+        elif isinstance(statement, ast.Expr) and isinstance(
+            statement.value, ast.Yield | ast.YieldFrom
+        ):
+            return None
+        for name in ("body", "orelse", "finalbody"):
+            pending.extend(getattr(statement, name, ()))
+        for handler in getattr(statement, "handlers", ()):
+            pending.extend(handler.body)
+        for case in getattr(statement, "cases", ()):
+            pending.extend(case.body)
+    return frozenset(found)
+
+
+def _root(node: ast.expr) -> str:
+    """The name ``a.b[i].c`` starts from (``a``); ``""`` for none."""
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Starred):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _is_property(function: Function) -> bool:

@@ -259,3 +259,5 @@ class Frame:
     statement: ast.stmt | None = None
     generic: bool = False
     """A method run for its class, not for one call: what it sets on ``self`` is the class's."""
+    function: Function | None = None
+    """The function run (``None`` for a module's or a class's body)."""
