@@ -405,7 +405,9 @@ def _index(
       it looked up that hold addresses (as their own modules found), where it names what
       gives them;
     - a file calling a method (reading a property) on what it cannot see: the tree's members
-      of that name, where all give addresses (:func:`_members`).
+      of that name, where all give addresses (:func:`_members`);
+    - a file not parsed (no address source of its own) that may store and imports what gives
+      addresses: parsed, with the index.
     """
     holding = {
         (result.path, shape.name.rpartition(".")[2]): shape
@@ -505,14 +507,15 @@ def _members(results: list[FileResult]) -> dict[str, Value]:
 
 @dataclass
 class _Found:
-    """What the rounds of a run read of the tree's files, which does not change between them."""
+    """What the rounds of a run have read of the tree's files: what rests on a file's text
+    (which does not change), and what its analysis looked up (until it is analysed again)."""
 
     shapes: dict[tuple[str, tuple[str, ...]], dict[str, Shape]] = field(default_factory=dict)
     """Each module's shapes of the names asked for."""
     texts: dict[str, str] = field(default_factory=dict)
+    """The text of each file read here."""
     mentions: dict[tuple[str, str], bool] = field(default_factory=dict)
     """Whether a file's text has a name, as a word."""
-
     looked_up: dict[str, tuple[FileResult, frozenset[tuple[str | None, str]]]] = field(
         default_factory=dict
     )
