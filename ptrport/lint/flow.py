@@ -180,6 +180,7 @@ class ModuleFlow:
         of the module was run (what it gives the other modules may rest on them)."""
         self._definition: str | None = None
         self._returned: dict[Function, frozenset[str] | None] = {}
+        self._leaves: dict[ast.stmt, bool] = {}
 
     # The passes.
 
@@ -567,7 +568,14 @@ class ModuleFlow:
         self.consulted_members.add(key)
         if self._definition is None:
             return
-        if self._may_leave(frame):
+        # Once per statement: whether its value may leave rests on its function alone.
+        statement = frame.statement
+        leaves = self._leaves.get(statement) if statement is not None else None
+        if leaves is None:
+            leaves = self._may_leave(frame)
+            if statement is not None:
+                self._leaves[statement] = leaves
+        if leaves:
             self.members_by_definition.setdefault(self._definition, set()).add(key)
 
     def _may_leave(self, frame: Frame) -> bool:
