@@ -184,6 +184,15 @@ def _check(run: LintRun, files: list[Path]) -> None:
     assert expected.expected and expected.clean
 
 
+def _check_tree(root: Path, files: dict[str, str]) -> LintRun:
+    """The package ``engine`` of ``files`` under ``root``, linted and checked against its
+    expect/clean comments."""
+    _write(root, {"engine/__init__.py": "", **files})
+    run = lint_paths([root])
+    _check(run, sorted(root.rglob("*.py")))
+    return run
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_idiom_is_followed_into_int64_and_not_into_uint64(tmp_path: Path, name: str) -> None:
     path = tmp_path / "case.py"
@@ -250,10 +259,9 @@ class PointerPool:
 
 
 def test_a_dataclass_made_in_one_module_is_followed_where_another_stores(tmp_path: Path) -> None:
-    _write(
+    run = _check_tree(
         tmp_path,
         {
-            "engine/__init__.py": "",
             "engine/buffers.py": BUFFERS,
             "engine/meta.py": """
                 from engine.buffers import CopyBuffers
@@ -300,8 +308,6 @@ def test_a_dataclass_made_in_one_module_is_followed_where_another_stores(tmp_pat
             """,
         },
     )
-    run = lint_paths([tmp_path])
-    _check(run, sorted(tmp_path.rglob("*.py")))
     [finding] = [f for f in run.reported if f.path.endswith("meta.py")]
     made = next(
         n for n, text in enumerate(BUFFERS.splitlines(), 1) if "dtype=torch.int64)," in text
@@ -312,10 +318,9 @@ def test_a_dataclass_made_in_one_module_is_followed_where_another_stores(tmp_pat
 def test_addresses_held_by_a_class_of_another_module_are_followed_into_storage(
     tmp_path: Path,
 ) -> None:
-    _write(
+    _check_tree(
         tmp_path,
         {
-            "engine/__init__.py": "",
             "engine/buffers.py": BUFFERS,
             "engine/staging.py": """
                 import torch
@@ -331,7 +336,6 @@ def test_addresses_held_by_a_class_of_another_module_are_followed_into_storage(
             """,
         },
     )
-    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))
 
 
 def test_a_tree_linted_from_inside_its_package_resolves_its_absolute_imports(
@@ -407,10 +411,9 @@ def test_a_member_the_tree_defines_only_as_giving_addresses_is_followed_through_
     tmp_path: Path,
 ) -> None:
     # utils returns what a method of specs gives; the connectors store what utils returns.
-    _write(
+    _check_tree(
         tmp_path,
         {
-            "engine/__init__.py": "",
             "engine/specs.py": SPECS,
             "engine/registry.py": """
                 from engine.specs import Fused, PerLayer
@@ -462,16 +465,14 @@ def test_a_member_the_tree_defines_only_as_giving_addresses_is_followed_through_
             """,
         },
     )
-    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))
 
 
 def test_a_member_some_class_of_the_tree_defines_otherwise_is_not_followed(
     tmp_path: Path,
 ) -> None:
-    _write(
+    _check_tree(
         tmp_path,
         {
-            "engine/__init__.py": "",
             "engine/specs.py": SPECS,
             "engine/other.py": """
                 class Counter:
@@ -491,16 +492,14 @@ def test_a_member_some_class_of_the_tree_defines_otherwise_is_not_followed(
             """,
         },
     )
-    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))
 
 
 def test_symmetric_memory_handles_from_helpers_and_classes_of_the_tree_give_their_addresses(
     tmp_path: Path,
 ) -> None:
-    _write(
+    _check_tree(
         tmp_path,
         {
-            "engine/__init__.py": "",
             "engine/symm.py": """
                 import os
 
@@ -567,17 +566,15 @@ def test_symmetric_memory_handles_from_helpers_and_classes_of_the_tree_give_thei
             """,
         },
     )
-    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))
 
 
 def test_a_module_without_an_address_source_is_read_where_it_imports_one(
     tmp_path: Path,
 ) -> None:
     # The consumers name no address source: only what they import from the tree gives one.
-    _write(
+    _check_tree(
         tmp_path,
         {
-            "engine/__init__.py": "",
             "engine/specs.py": SPECS,
             "engine/helpers.py": """
                 from engine.specs import PerLayer
@@ -617,17 +614,14 @@ def test_a_module_without_an_address_source_is_read_where_it_imports_one(
             """,
         },
     )
-    run = lint_paths([tmp_path])
-    _check(run, sorted(tmp_path.rglob("*.py")))
 
 
 def test_a_member_reaching_what_a_helper_returns_or_a_class_keeps_is_followed_there(
     tmp_path: Path,
 ) -> None:
-    _write(
+    _check_tree(
         tmp_path,
         {
-            "engine/__init__.py": "",
             "engine/specs.py": SPECS,
             "engine/collect.py": """
                 import logging
@@ -670,4 +664,3 @@ def test_a_member_reaching_what_a_helper_returns_or_a_class_keeps_is_followed_th
             """,
         },
     )
-    _check(lint_paths([tmp_path]), sorted(tmp_path.rglob("*.py")))

@@ -422,9 +422,7 @@ def _index(
         used = uses.setdefault(result.path, set())
         if not (result.unknown_stored or result.unknown_storage):
             continue
-        for key in result.consulted:
-            module, _, name = key.rpartition(".")
-            provider = names.path_of(module) if module else None
+        for key, provider, name in found.lookups(result, names):
             if provider is None or provider == result.path:
                 continue
             shape = holding.get((provider, name))
@@ -474,7 +472,10 @@ def _needed(
     """The (file, name) pairs looked up, directly or through other modules of the tree, by the
     files that store what they could not see (or, not read, may store anything and import from
     a module that may give addresses)."""
-    lookups = {result.path: found.lookups(result, names) for result in results}
+    lookups = {
+        result.path: [(provider, name) for _, provider, name in found.lookups(result, names)]
+        for result in results
+    }
     giving = {r.path for r in results if r.consulted_members or r.exports}
     pending = [
         r.path
@@ -505,6 +506,10 @@ def _members(results: list[FileResult]) -> dict[str, Value]:
     return giving
 
 
+Lookup = tuple[str, str | None, str]
+"""A name looked up: as imported, the file of its module (``None``: not of the tree), its name."""
+
+
 @dataclass
 class _Found:
     """What the rounds of a run have read of the tree's files: what rests on a file's text
@@ -516,21 +521,19 @@ class _Found:
     """The text of each file read here."""
     mentions: dict[tuple[str, str], bool] = field(default_factory=dict)
     """Whether a file's text has a name, as a word."""
-    looked_up: dict[str, tuple[FileResult, frozenset[tuple[str | None, str]]]] = field(
-        default_factory=dict
-    )
-    """What each file's result looked up, as (file, name) pairs."""
+    looked_up: dict[str, tuple[FileResult, list[Lookup]]] = field(default_factory=dict)
+    """What each file's result looked up."""
 
-    def lookups(self, result: FileResult, names: ModuleNames) -> frozenset[tuple[str | None, str]]:
-        """What ``result`` looked up, as (file, name) pairs (kept until the file is analysed
-        again)."""
+    def lookups(self, result: FileResult, names: ModuleNames) -> list[Lookup]:
+        """What ``result`` looked up: each qualified name with the file of its module (if one
+        of the tree) and its name there (kept until the file is analysed again)."""
         kept = self.looked_up.get(result.path)
         if kept is None or kept[0] is not result:
-            pairs = frozenset(
-                (names.path_of(module), name)
-                for module, _, name in (key.rpartition(".") for key in result.consulted)
-            )
-            kept = self.looked_up[result.path] = (result, pairs)
+            found = []
+            for key in result.consulted:
+                module, _, name = key.rpartition(".")
+                found.append((key, names.path_of(module) if module else None, name))
+            kept = self.looked_up[result.path] = (result, found)
         return kept[1]
 
     def names(self, path: str, shape: Shape) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ptrport.lint.library import SYMMETRIC_MEMORY
-from ptrport.lint.values import NOTHING, Holds, Value, carried
+from ptrport.lint.values import NOTHING, Holds, Value, carried, parts
 
 
 @dataclass(frozen=True)
@@ -158,16 +158,7 @@ class TreeIndex:
 def holds_address(value: Value) -> bool:
     """Whether ``value`` holds an address (or its int64 bits) or a handle whose attributes are
     addresses (torch's symmetric memory), itself or in its elements."""
-    return carried(value) in (Holds.ADDRESS, Holds.BITS) or _is_handle(value)
-
-
-def _is_handle(value: Value | None) -> bool:
-    if value is None:
-        return False
-    if value.instance == SYMMETRIC_MEMORY:
-        return True
-    inner = (value.element, *(value.items or ()), *(v for _, v in value.keys or ()))
-    return any(_is_handle(v) for v in inner)
+    return carried(value) in (Holds.ADDRESS, Holds.BITS) or SYMMETRIC_MEMORY in classes_named(value)
 
 
 _LINE = re.compile(r"\bline (\d+)")
@@ -202,6 +193,6 @@ def classes_named(value: Value) -> Iterator[str]:
     for name in (value.instance, value.denotes_class):
         if name is not None:
             yield name
-    for inner in (value.element, *(value.items or ()), *(v for _, v in value.keys or ())):
+    for inner in parts(value):
         if inner is not None:
             yield from classes_named(inner)

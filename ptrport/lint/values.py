@@ -55,13 +55,18 @@ class Value:
 NOTHING = Value()
 
 
+def parts(value: Value) -> tuple[Value | None, ...]:
+    """What ``value`` holds inside it: its element, its items, its keys' values."""
+    return (value.element, *(value.items or ()), *(v for _, v in value.keys or ()))
+
+
 def carried(value: Value | None) -> Holds | None:
     """What ``value`` holds, itself or in its elements."""
     if value is None:
         return None
     if value.holds is not None:
         return value.holds
-    for inner in (value.element, *(value.items or ()), *(v for _, v in value.keys or ())):
+    for inner in parts(value):
         found = carried(inner)
         if found is not None:
             return found
@@ -73,7 +78,7 @@ def origin_of(value: Value | None) -> str:
         return ""
     if value.origin:
         return value.origin
-    for inner in (value.element, *(value.items or ()), *(v for _, v in value.keys or ())):
+    for inner in parts(value):
         found = origin_of(inner)
         if found:
             return found
