@@ -664,3 +664,29 @@ def test_a_member_reaching_what_a_helper_returns_or_a_class_keeps_is_followed_th
             """,
         },
     )
+
+
+def test_a_member_defined_in_several_modules_is_named_in_the_message(tmp_path: Path) -> None:
+    layer = "class {0}:\n    def data_ptrs(self):\n        return [t.data_ptr() for t in self.ts]\n"
+    run = _check_tree(
+        tmp_path,
+        {
+            "engine/a.py": layer.format("PerLayer"),
+            "engine/b.py": layer.format("Fused"),
+            "engine/use.py": """
+                import torch
+
+
+                def tables(spec):
+                    ptrs = spec.data_ptrs()
+                    signed = torch.tensor(ptrs, dtype=torch.int64)  # expect: signed-storage
+                    unsigned = torch.tensor(ptrs, dtype=torch.uint64)  # clean
+                    return signed, unsigned
+            """,
+        },
+    )
+    [finding] = run.reported
+    assert "an address from `.data_ptrs()`, which 2 modules of the tree define (one: " in (
+        finding.message
+    )
+    assert "`t.data_ptr()` at " in finding.message

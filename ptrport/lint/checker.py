@@ -499,13 +499,37 @@ def _members(results: list[FileResult]) -> dict[str, Value]:
     name (each module's own, joined)."""
     plain = frozenset().union(*(result.plain_members for result in results))
     giving: dict[str, Value] = {}
+    modules: dict[str, int] = {}
     for result in results:
         for key, value in result.members.items():
             if key not in plain:
                 giving[key] = join(giving.get(key), value)
-    return giving
+                modules[key] = modules.get(key, 0) + 1
+    # Defined in several modules: a message names the member, and one of its sources.
+    return {
+        key: value if modules[key] == 1 else _sourced(value, _member_source(key, modules[key]))
+        for key, value in giving.items()
+    }
 
 
+def _member_source(key: str, modules: int) -> str:
+    shown = f"`.{key[len(PROPERTY) :]}`" if key.startswith(PROPERTY) else f"`.{key}()`"
+    return f"{shown}, which {modules} modules of the tree define (one: {{}})"
+
+
+def _sourced(value: Value, source: str) -> Value:
+    """``value`` with each origin it names put in ``source``."""
+    return replace(
+        value,
+        origin=source.format(_AT.sub(r" at \1", value.origin)) if value.origin else "",
+        element=_sourced(value.element, source) if value.element is not None else None,
+        items=tuple(_sourced(v, source) for v in value.items) if value.items is not None else None,
+        keys=tuple((k, _sourced(v, source)) for k, v in value.keys) if value.keys else value.keys,
+    )
+
+
+_AT = re.compile(r" \((\S+:\d+)\)$")
+"""Where an origin came from, as its message ends: "`t.data_ptr()` (pkg/a.py:12)"."""
 Lookup = tuple[str, str | None, str]
 """A name looked up: as imported, the file of its module (``None``: not of the tree), its name."""
 
