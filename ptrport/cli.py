@@ -50,19 +50,14 @@ from typing import TYPE_CHECKING
 from ptrport import __version__
 from ptrport.errors import HarnessError
 from ptrport.lint import FORMATS
-from ptrport.report import diff, history, local_matrix, measurements, render, repro
-from ptrport.report.expectations import Expectations, load_expectations
-from ptrport.report.matrix import build_matrix
-from ptrport.report.op_support import SCENARIO, OperationVerdict
-from ptrport.report.platform_report import (
-    PlatformReport,
-    load_reports,
-)
-from ptrport.report.records import Result
+from ptrport.report import defaults
 
 if TYPE_CHECKING:
     from ptrport.check import probe
     from ptrport.device.backends import Backend
+    from ptrport.report.expectations import Expectations
+    from ptrport.report.platform_report import PlatformReport
+    from ptrport.report.records import Result
     from ptrport.run.standalone import StandaloneRun
 
 BAD_INPUT = 2
@@ -123,8 +118,10 @@ def _subjects(args: argparse.Namespace) -> int:
 
 
 def _matrix(args: argparse.Namespace) -> int:
+    from ptrport.report import local_matrix
+
     return local_matrix.main_run(
-        args.kinds or list(local_matrix.DEFAULT_KINDS),
+        args.kinds or list(defaults.DEFAULT_KINDS),
         reports=args.reports,
         baseline=args.baseline,
         no_run=args.no_run,
@@ -182,6 +179,7 @@ def _not_available(backend: Backend) -> None:
 
 def _probe(args: argparse.Namespace) -> int:
     from ptrport.check import probe
+    from ptrport.report.op_support import SCENARIO, OperationVerdict
     from ptrport.run.standalone import heading
 
     run = _standalone(args)
@@ -214,6 +212,7 @@ def _probe(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from ptrport.check import bench
+    from ptrport.report import measurements
     from ptrport.run.standalone import heading
 
     run = _standalone(args)
@@ -231,7 +230,7 @@ def _bench(args: argparse.Namespace) -> int:
     benched: list[str] = []
     for backend in run.each_available(_not_available):
         print(
-            f"{heading(backend)}: {args.repeat} repeats after {measurements.WARMUP} warm-up runs"
+            f"{heading(backend)}: {args.repeat} repeats after {defaults.WARMUP} warm-up runs"
             f"{', quick sizes' if args.quick else ''}"
         )
         print(bench.table_row(bench.HEADER), flush=True)
@@ -267,6 +266,8 @@ def _platform_name(value: str) -> str:
 
 
 def _expectations(args: argparse.Namespace, reports: list[PlatformReport]) -> Expectations:
+    from ptrport.report.expectations import Expectations, load_expectations
+
     if args.expectations is None:
         return Expectations.none()
     expectations = load_expectations(args.expectations)
@@ -277,12 +278,16 @@ def _expectations(args: argparse.Namespace, reports: list[PlatformReport]) -> Ex
 def _merge(args: argparse.Namespace) -> int:
     if args.keep is not None and args.history is None:
         raise HarnessError("--keep says how many nights --history DIR keeps; name the DIR")
+    from ptrport.report import history, render
+    from ptrport.report.matrix import build_matrix
+    from ptrport.report.platform_report import load_reports
+
     reports = load_reports(args.reports)
     expectations = _expectations(args, reports)
     matrix = build_matrix(reports, known=expectations.find)
     nights: list[history.Night] = []
     if args.history is not None:
-        limit = history.DEFAULT_LIMIT if args.keep is None else args.keep
+        limit = defaults.DEFAULT_LIMIT if args.keep is None else args.keep
         kept = history.keep_matrix(matrix, args.history, limit=limit)
         print(f"ptrport: kept the night as {kept} (the newest {limit} nights stay)")
         nights = history.load(args.history)
@@ -298,6 +303,10 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
+    from ptrport.report import render
+    from ptrport.report.matrix import build_matrix
+    from ptrport.report.platform_report import load_reports
+
     reports = load_reports([args.matrix])
     render.write(build_matrix(reports, known=_expectations(args, reports).find), args.out)
     print(f"ptrport: wrote {args.out}")
@@ -305,6 +314,9 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from ptrport.report import diff
+    from ptrport.report.platform_report import load_reports
+
     baseline = load_reports([args.baseline])
     current = load_reports(args.current)
     expectations = _expectations(args, baseline + current)
@@ -325,6 +337,9 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _repro(args: argparse.Namespace) -> int:
+    from ptrport.report import repro
+    from ptrport.report.platform_report import load_reports
+
     (report, *others) = load_reports([args.report])
     if others:
         raise repro.ReproError(f"{args.report}: holds several reports; pass one platform's")
@@ -383,7 +398,7 @@ def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--keep",
         type=_repeat,
         metavar="N",
-        help=f"with --history: the newest N nights stay there (default {history.DEFAULT_LIMIT})",
+        help=f"with --history: the newest N nights stay there (default {defaults.DEFAULT_LIMIT})",
     )
     merge.set_defaults(run=_merge)
 
@@ -410,10 +425,10 @@ def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     diff_.add_argument(
         "--perf-drop",
         type=_coverage_drop,
-        default=diff.PERF_DROP,
+        default=defaults.PERF_DROP,
         metavar="FRACTION",
         help="a benchmark ratio (ptrport bench) falling by more than this is a performance "
-        f"regression, listed apart and counted like any other (default {diff.PERF_DROP:g})",
+        f"regression, listed apart and counted like any other (default {defaults.PERF_DROP:g})",
     )
     diff_.set_defaults(run=_diff)
 
@@ -492,11 +507,11 @@ def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     bench_.add_argument(
         "--repeat",
         type=_repeat,
-        default=measurements.DEFAULT_REPEAT,
+        default=defaults.DEFAULT_REPEAT,
         metavar="N",
         help="timed runs of each measurement after warm-up (default: "
-        f"{measurements.DEFAULT_REPEAT}; Triton's interpreter on CPU: at most "
-        f"{measurements.INTERPRETED_REPEAT})",
+        f"{defaults.DEFAULT_REPEAT}; Triton's interpreter on CPU: at most "
+        f"{defaults.INTERPRETED_REPEAT})",
     )
     bench_.add_argument(
         "--quick", action="store_true", help="smaller tables and batches (a tenth or so)"
@@ -656,7 +671,7 @@ def _parser() -> argparse.ArgumentParser:
         "kinds",
         nargs="*",
         metavar="KIND",
-        help=f"tox environments to run (default: {' '.join(local_matrix.DEFAULT_KINDS)})",
+        help=f"tox environments to run (default: {' '.join(defaults.DEFAULT_KINDS)})",
     )
     matrix_.add_argument(
         "--no-run",
@@ -673,16 +688,16 @@ def _parser() -> argparse.ArgumentParser:
     matrix_.add_argument(
         "--baseline",
         type=Path,
-        default=local_matrix.BASELINE,
+        default=defaults.BASELINE,
         metavar="MATRIX_JSON",
-        help=f"the merged result to diff against (default: {local_matrix.BASELINE})",
+        help=f"the merged result to diff against (default: {defaults.BASELINE})",
     )
     matrix_.add_argument(
         "--expectations",
         type=Path,
-        default=local_matrix.EXPECTATIONS,
+        default=defaults.EXPECTATIONS,
         metavar="TOML",
-        help=f"known failures (default: {local_matrix.EXPECTATIONS}, where it exists)",
+        help=f"known failures (default: {defaults.EXPECTATIONS}, where it exists)",
     )
     matrix_.add_argument(
         "--promote",

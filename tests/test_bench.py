@@ -21,13 +21,13 @@ from ptrport.cli import main
 from ptrport.device.backends import CpuBackend
 from ptrport.errors import HarnessError
 from ptrport.report import schema
+from ptrport.report.defaults import INTERPRETED_REPEAT
 from ptrport.report.diff import diff_reports, to_markdown
 from ptrport.report.expectations import Expectations
 from ptrport.report.matrix import build_matrix
 from ptrport.report.measurements import (
     ENTRIES_PER_S,
     GBPS,
-    INTERPRETED_REPEAT,
     Measurement,
     measurements_of,
     record,

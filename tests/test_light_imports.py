@@ -26,6 +26,7 @@ LIGHT = (
     "ptrport.lint.checker",
     "ptrport.lint.formats",
     "ptrport.named",
+    "ptrport.report.defaults",
     "ptrport.report.diff",
     "ptrport.report.expectations",
     "ptrport.report.history",
@@ -209,3 +210,26 @@ def test_lint_needs_none_of_them(tmp_path: Path, blocked: dict[str, str]) -> Non
     assert done.returncode == 1, done.stderr
     assert done.stdout == "ptrport lint: 1 finding (signed-storage 1) in 1 of 1 file\n"
     assert json.loads(sarif.read_text())["runs"][0]["results"][0]["ruleId"] == "signed-storage"
+
+
+def test_lint_starts_without_the_report_modules(tmp_path: Path) -> None:
+    """``ptrport lint`` imports the lint and the report commands' defaults (for the help),
+    none of the modules that read, merge or diff reports."""
+    source = tmp_path / "engine.py"
+    source.write_text("import torch\n\nptrs = torch.tensor([t.data_ptr() for t in ts])\n")
+    code = (
+        "import json, sys; from ptrport.cli import main; "
+        f"code = main(['lint', {str(source)!r}, '--format=json', '-o', {str(tmp_path / 'o')!r}]); "
+        "print(json.dumps([code, sorted(m for m in sys.modules if m.startswith('ptrport.'))]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    code, loaded = json.loads(done.stdout.splitlines()[-1])
+    assert code == 1
+    assert "ptrport.lint.checker" in loaded
+    assert [m for m in loaded if m.startswith("ptrport.report")] == [
+        "ptrport.report",
+        "ptrport.report.defaults",
+    ]

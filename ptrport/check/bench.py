@@ -21,7 +21,7 @@ warm) and the benchmark, so drift on a busy machine hits both alike.
 
 Host-only work is timed with ``time.perf_counter``; anything that touches a CUDA or XPU device
 with device events, after a synchronize, ending with one. Triton on CPU runs in its interpreter,
-which is slow: it gets at most :data:`~ptrport.report.measurements.INTERPRETED_REPEAT` repeats after
+which is slow: it gets at most :data:`~ptrport.report.defaults.INTERPRETED_REPEAT` repeats after
 one warm-up run.
 
 The measurements go into the platform report as its optional ``benchmarks`` section
@@ -48,14 +48,8 @@ from ptrport.check.tables import UINT64, PointerTable
 from ptrport.device.allocations import Allocation, AllocationRegistry, allocate
 from ptrport.device.backends import Backend
 from ptrport.errors import HarnessError, exception_message
-from ptrport.report.measurements import (
-    DEFAULT_REPEAT,
-    ENTRIES_PER_S,
-    GBPS,
-    INTERPRETED_REPEAT,
-    WARMUP,
-    Measurement,
-)
+from ptrport.report.defaults import DEFAULT_REPEAT, INTERPRETED_REPEAT, WARMUP
+from ptrport.report.measurements import ENTRIES_PER_S, GBPS, Measurement
 
 GB = 1e9
 MIB = 1 << 20

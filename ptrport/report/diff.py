@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ptrport.report import op_support
+from ptrport.report.defaults import PERF_DROP
 from ptrport.report.expectations import Expectation, Expectations
 from ptrport.report.markup import markdown_issue, markdown_text
 from ptrport.report.measurements import Measurement, measurements_of
@@ -35,8 +36,6 @@ GOOD = frozenset({Outcome.PASSED, Outcome.XFAILED})
 """Outcomes a later bad result is a regression from."""
 LIST_LIMIT = 20
 """Appeared and disappeared results are listed one by one only up to this many."""
-PERF_DROP = 0.2
-"""A benchmark ratio may fall by this fraction before that counts as a regression."""
 DEVICE = "device"
 """The name of the device model among a report's versions (:meth:`PlatformReport.versions`)."""
 

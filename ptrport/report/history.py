@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ptrport.errors import HarnessError
+from ptrport.report.defaults import DEFAULT_LIMIT
 from ptrport.report.matrix import CellState, Matrix
 from ptrport.report.measurements import measurements_of
 from ptrport.report.platform_report import MATRIX_SCHEMA, PlatformReport, ReportError, load_reports
 
-DEFAULT_LIMIT = 30
 NIGHT_FORMAT = "%Y-%m-%dT%H%M%SZ"
 """A kept night's file name, before ``.json``: its run's UTC start, e.g. ``2026-12-02T021500Z``."""
 _NIGHT_NAME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{6}Z\.json")

@@ -23,14 +23,12 @@ from pathlib import Path
 
 from ptrport.errors import HarnessError
 from ptrport.report import diff, history, render
+from ptrport.report.defaults import BASELINE, EXPECTATIONS
 from ptrport.report.expectations import Expectations, load_expectations
 from ptrport.report.matrix import CellState, Matrix, build_matrix
 from ptrport.report.platform_report import PlatformReport, load_reports, report_path
 from ptrport.report.platforms import KINDS
 
-DEFAULT_KINDS = ("cpu", "cpu-latest")
-BASELINE = Path("reports/baseline/matrix.json")
-EXPECTATIONS = Path("reports/expectations.toml")
 OUTPUTS = ("matrix.md", "matrix.html", "matrix.json")
 HISTORY = "history"
 """Under the reports directory: the nights kept for the trend (the newest 30)."""

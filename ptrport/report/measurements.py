@@ -21,12 +21,6 @@ from ptrport.report.platform_report import SCHEMA_FILE, PlatformReport, ReportEr
 
 GBPS = "GB/s"
 ENTRIES_PER_S = "entries/s"
-WARMUP = 2
-"""Untimed runs of each subject and baseline before the timed ones."""
-INTERPRETED_REPEAT = 3
-"""At most this many timed runs (after one warm-up run) for Triton's interpreter."""
-DEFAULT_REPEAT = 10
-"""Timed runs of each measurement, unless ``ptrport bench --repeat`` says otherwise."""
 SECTION_DEF = "benchmarks"
 """The report schema's definition of the section."""
 
