@@ -5,7 +5,7 @@ on both, and pyflakes on the same trees gives a peer figure.
 
     python benchmarks/real_engines.py --skip-download   # once, to unpack the packages
     python benchmarks/lint_speed.py [--against ../before23] [--repeat 3] [--cache DIR]
-        [--pyflakes | --no-pyflakes] [--markdown FILE]
+        [--package NAME] [--pyflakes | --no-pyflakes] [--markdown FILE]
 
 ``--against`` defaults to ``before23`` beside this checkout (``git worktree add ../before23
 189c91a``); pyflakes must be installed in this interpreter unless ``--no-pyflakes``.
@@ -156,8 +156,7 @@ def table(before: Side, after: Side, flakes: dict[str, list[float]]) -> list[lis
         ]
     ]
     sums = [0.0, 0.0, 0.0]
-    for engine in ENGINES:
-        name = engine.name
+    for name in after.times:
         medians = [statistics.median(before.times[name]), statistics.median(after.times[name])]
         flake = statistics.median(flakes[name]) if name in flakes else None
         sums = [sums[0] + medians[0], sums[1] + medians[1], sums[2] + (flake or 0.0)]
@@ -221,12 +220,18 @@ def main() -> int:
         default=True,
         help="time pyflakes on the same trees too (default: yes)",
     )
+    parser.add_argument(
+        "--package",
+        action="append",
+        choices=[e.name for e in ENGINES],
+        help="only this package (repeatable; default: all three)",
+    )
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write the table here too")
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     unpacked = args.cache.expanduser() / "unpacked"
-    trees = {e.name: unpacked / e.unpacked for e in ENGINES}
+    trees = {e.name: unpacked / e.unpacked for e in ENGINES if e.name in (args.package or [e.name])}
     missing = [str(tree / name) for name, tree in trees.items() if not (tree / name).is_dir()]
     if missing:
         print(

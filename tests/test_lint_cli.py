@@ -237,6 +237,16 @@ def test_only_files_with_an_address_source_or_triton_are_parsed(tmp_path: Path) 
     assert (run.files, run.unparsed) == (3, [])
 
 
+def test_symmetric_memory_is_a_source_as_a_handle_attribute_not_as_a_name(tmp_path: Path) -> None:
+    # Both files would not parse: the one read is listed as unparsed, the other is not read.
+    broken = "def f(x:\n    return x\n"
+    named = f"def copy(buffer_ptrs, signal_pad_ptrs, multicast_ptr):\n    pass\n\n\n{broken}"
+    read = f"def peers(handle):\n    return handle.buffer_ptrs\n\n\n{broken}"
+    _project(tmp_path, **{"named.py": named, "read.py": read})
+    run = lint_paths([tmp_path])
+    assert [Path(u.path).name for u in run.unparsed] == ["read.py"]
+
+
 def test_a_large_tree_split_across_processes_finds_the_same(tmp_path: Path) -> None:
     for index in range(240):
         source = BROKEN if index % 3 == 0 else FIXED

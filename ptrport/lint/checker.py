@@ -52,9 +52,9 @@ TRIGGERS = (
     "ctypes.data",
     "c_void_p",
     "rendezvous",
-    "buffer_ptrs",
-    "signal_pad_ptrs",
-    "multicast_ptr",
+    ".buffer_ptrs",
+    ".signal_pad_ptrs",
+    ".multicast_ptr",
     "IpcOpen",
     "ipc_open",
     "open_ipc",
@@ -63,7 +63,8 @@ TRIGGERS = (
     "triton",
 )
 """A file holding none of these has no address source and no Triton kernel (whose decorator is
-``triton.jit`` through an import that names triton): it is not parsed."""
+``triton.jit`` through an import that names triton): it is not parsed. Symmetric memory's
+addresses are attributes of its handles (a parameter named ``buffer_ptrs`` is none)."""
 _ANCHORS = (
     "_ptr",
     "addressof",
@@ -345,6 +346,10 @@ def _makes_storage(source: str, name: str) -> bool:
     return any(word in text for word in STORAGE_WORDS)
 
 
+def _module_path(module: ModuleFile) -> str:
+    return module.path
+
+
 def _lint(modules: list[ModuleFile], index: TreeIndex) -> list[FileResult]:
     with _fewer_collections():
         return [lint_file(Path(m.path), module=m, index=index) for m in modules]
@@ -383,7 +388,7 @@ def lint_paths(
             index, again = _index(split, results, names, index, found)
             if not again:
                 break
-            redone = {r.path: r for r in split.map(_lint, again, index)}
+            redone = {r.path: r for r in split.map(_lint, again, index, path=_module_path)}
             results = [redone.get(result.path, result) for result in results]
     return _combine(results, len(files))
 
@@ -435,7 +440,7 @@ def _index(
     tasks = [(names.files[path], tuple(sorted(asked))) for path, asked in sorted(wanted.items())]
     # A module's shapes rest on its text alone: those of an earlier round are kept.
     new = [task for task in tasks if (task[0].path, task[1]) not in found.shapes]
-    found.shapes.update(split.map(_shape, new))
+    found.shapes.update(split.map(_shape, new, path=lambda task: task[0].path))
     for path, shapes in ((m.path, found.shapes[(m.path, asked)]) for m, asked in tasks):
         for name, shape in shapes.items():
             index.shapes[shape.name] = shape
@@ -589,13 +594,45 @@ class _Workers:
         if self.pool is not None:
             self.pool.shutdown()
 
-    def map(self, work: Callable[..., list[_T]], items: list[_I], *shared: object) -> list[_T]:
-        """``work(chunk, *shared)`` over ``items`` in ``count`` chunks, the results in one list."""
-        if self.pool is None:
+    def map(
+        self,
+        work: Callable[..., list[_T]],
+        items: list[_I],
+        *shared: object,
+        path: Callable[[_I], str] | None = None,
+    ) -> list[_T]:
+        """``work(chunk, *shared)`` over ``items`` in ``count`` chunks, the results in one list
+        (in the order of ``items`` unless ``path`` names each item's file: then the chunks
+        take the largest files first, each to the chunk with the fewest bytes so far)."""
+        if self.pool is None or not items:
             return work(items, *shared)
-        chunks = [items[start :: self.count] for start in range(self.count)]
+        if path is None:
+            chunks = [items[start :: self.count] for start in range(self.count)]
+        else:
+            chunks = _balanced(items, path, self.count)
         parts = self.pool.map(work, chunks, *([value] * len(chunks) for value in shared))
         return [result for part in parts for result in part]
+
+
+def _balanced(items: list[_I], path: Callable[[_I], str], count: int) -> list[list[_I]]:
+    """``items`` in ``count`` chunks of about as many bytes of their files: a few files
+    analysed again (a round, of a large file or two) would otherwise keep one process busy
+    while the others wait."""
+    sizes = {id(item): _size(path(item)) for item in items}
+    chunks: list[list[_I]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for item in sorted(items, key=lambda item: -sizes[id(item)]):
+        lightest = loads.index(min(loads))
+        chunks[lightest].append(item)
+        loads[lightest] += sizes[id(item)]
+    return [chunk for chunk in chunks if chunk]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _combine(results: Iterable[FileResult], count: int) -> LintRun:
