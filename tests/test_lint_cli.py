@@ -237,14 +237,20 @@ def test_only_files_with_an_address_source_or_triton_are_parsed(tmp_path: Path) 
     assert (run.files, run.unparsed) == (3, [])
 
 
-def test_symmetric_memory_is_a_source_as_a_handle_attribute_not_as_a_name(tmp_path: Path) -> None:
-    # Both files would not parse: the one read is listed as unparsed, the other is not read.
+def test_a_source_named_is_read_only_where_it_gives_an_address(tmp_path: Path) -> None:
+    # Symmetric memory's addresses are a handle's attributes, not parameters of that name; a
+    # c_void_p gives one through ctypes.cast, not as an argument type. Every file would not
+    # parse: those read are listed as unparsed, the others are not read.
     broken = "def f(x:\n    return x\n"
-    named = f"def copy(buffer_ptrs, signal_pad_ptrs, multicast_ptr):\n    pass\n\n\n{broken}"
-    read = f"def peers(handle):\n    return handle.buffer_ptrs\n\n\n{broken}"
-    _project(tmp_path, **{"named.py": named, "read.py": read})
+    files = {
+        "named.py": "def copy(buffer_ptrs, signal_pad_ptrs, multicast_ptr):\n    pass\n",
+        "read.py": "def peers(handle):\n    return handle.buffer_ptrs\n",
+        "typed.py": "import ctypes\n\n\ndef read(dest: ctypes.c_void_p):\n    pass\n",
+        "cast.py": "import ctypes\n\nptr = ctypes.cast(buf, ctypes.c_void_p).value\n",
+    }
+    _project(tmp_path, **{name: f"{text}\n\n{broken}" for name, text in files.items()})
     run = lint_paths([tmp_path])
-    assert [Path(u.path).name for u in run.unparsed] == ["read.py"]
+    assert sorted(Path(u.path).name for u in run.unparsed) == ["cast.py", "read.py"]
 
 
 def test_a_large_tree_split_across_processes_finds_the_same(tmp_path: Path) -> None:

@@ -65,6 +65,9 @@ TRIGGERS = (
 """A file holding none of these has no address source and no Triton kernel (whose decorator is
 ``triton.jit`` through an import that names triton): it is not parsed. Symmetric memory's
 addresses are attributes of its handles (a parameter named ``buffer_ptrs`` is none)."""
+_BESIDE = {"c_void_p": "cast"}
+"""A trigger that gives an address only beside this word: ``ctypes.cast(x, c_void_p).value``
+(a ``c_void_p`` parameter or argument type alone gives none)."""
 _ANCHORS = (
     "_ptr",
     "addressof",
@@ -211,7 +214,9 @@ def _walk(root: Path) -> Iterator[Path]:
 
 def _triggered(source: str) -> bool:
     # Most files hold none: fewer, shorter words (each in some trigger) are searched first.
-    return any(word in source for word in _ANCHORS) and any(t in source for t in TRIGGERS)
+    return any(word in source for word in _ANCHORS) and any(
+        t in source and _BESIDE.get(t, t) in source for t in TRIGGERS
+    )
 
 
 def _parse(source: str, path: str) -> ast.Module | Unparsed:
