@@ -5,7 +5,8 @@ on both, and pyflakes on the same trees gives a peer figure.
 
     python benchmarks/real_engines.py --skip-download   # once, to unpack the packages
     python benchmarks/lint_speed.py [--against ../before23] [--repeat 3] [--cache DIR]
-        [--package NAME] [--pyflakes | --no-pyflakes] [--markdown FILE]
+        [--package NAME] [--pyflakes | --no-pyflakes] [--bytecode | --no-bytecode]
+        [--markdown FILE]
 
 ``--against`` defaults to ``before23`` beside this checkout (``git worktree add ../before23
 189c91a``); pyflakes must be installed in this interpreter unless ``--no-pyflakes``.
@@ -13,7 +14,9 @@ on both, and pyflakes on the same trees gives a peer figure.
 Each lint is ``python -m ptrport.cli lint PACKAGE --format=json`` in its own process (default
 ``--jobs``: one per CPU), run from the unpacked package's directory with ``PYTHONPATH`` set to
 the checkout (and this interpreter for both); pyflakes is ``python -m pyflakes PACKAGE`` there.
-Untimed first: every file read once, and one lint of each side on the smallest package.
+Untimed first: every file read once, and one lint of each side on the smallest package, which
+compiles each side's modules into a temporary ``PYTHONPYCACHEPREFIX`` (as pip compiles an
+installed package's; ``--no-bytecode`` leaves the environment as it is).
 
 Prints each checkout's commit, each run, and a table of the files, the median wall time of each
 side, the ratio of this checkout's median to the other's, the pyflakes median and the findings
@@ -31,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +43,7 @@ from real_engines import CACHE, ENGINES
 
 ROOT = Path(__file__).resolve().parent.parent
 AGAINST = ROOT.parent / "before23"
+SIDES = ("before", "after")
 
 
 class Failed(RuntimeError):
@@ -51,13 +56,20 @@ class Side:
 
     label: str
     root: Path
+    bytecode: str | None = None
+    """Where its modules' compiled bytecode is kept (``PYTHONPYCACHEPREFIX``), as pip compiles
+    an installed package's; ``None``: as this environment says (perhaps compiled each run)."""
     times: dict[str, list[float]] = field(default_factory=dict)
     files: dict[str, int] = field(default_factory=dict)
     findings: dict[str, int] = field(default_factory=dict)
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHONPATH": str(self.root)}
+        env = {**os.environ, "PYTHONPATH": str(self.root)}
+        if self.bytecode is not None:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = self.bytecode
+        return env
 
 
 def _last_line(text: str) -> str:
@@ -226,6 +238,13 @@ def main() -> int:
         choices=[e.name for e in ENGINES],
         help="only this package (repeatable; default: all three)",
     )
+    parser.add_argument(
+        "--bytecode",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="each side's modules compiled once, as an installed package's are (default: yes; "
+        "--no-bytecode: as the environment says, PYTHONDONTWRITEBYTECODE compiling them each run)",
+    )
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write the table here too")
     args = parser.parse_args()
     if args.repeat < 1:
@@ -251,7 +270,10 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    before, after = Side("before", against), Side("after", ROOT)
+    kept = tempfile.TemporaryDirectory(prefix="lint-speed-bytecode-")
+    compiled = {label: f"{kept.name}/{label}" if args.bytecode else None for label in SIDES}
+    before = Side("before", against, compiled["before"])
+    after = Side("after", ROOT, compiled["after"])
     flakes: dict[str, list[float]] = {}
     began = time.perf_counter()
     try:
