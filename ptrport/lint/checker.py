@@ -446,10 +446,13 @@ def _index(
         if index.members.get(member) != previous.members.get(member)
     }
     looked_up = _needed(results, names, found) if changed else set()
+    # Each shape compared once (a deep comparison), not once per file that uses it.
+    used = set().union(*uses.values())
+    differ = {key for key in used if index.shapes.get(key) != previous.shapes.get(key)}
     again = {
         result.path
         for result in results
-        if any(index.shapes.get(k) != previous.shapes.get(k) for k in uses[result.path])
+        if not differ.isdisjoint(uses[result.path])
         or (result.unknown_stored and not changed.isdisjoint(result.consulted_members))
         or any(
             (result.path, definition) in looked_up and not changed.isdisjoint(members)
@@ -465,21 +468,18 @@ def _needed(
     """The (file, name) pairs looked up, directly or through other modules of the tree, by the
     files that store what they could not see (or, not read, may store anything and import from
     a module that may give addresses)."""
-    lookups = {
-        result.path: [(provider, name) for _, provider, name in found.lookups(result, names)]
-        for result in results
-    }
+    lookups = {result.path: found.lookups(result, names) for result in results}
     giving = {r.path for r in results if r.consulted_members or r.exports}
     pending = [
         r.path
         for r in results
         if r.unknown_stored
-        and (not r.unread or any(provider in giving for provider, _ in lookups[r.path]))
+        and (not r.unread or any(provider in giving for _, provider, _ in lookups[r.path]))
     ]
     seen = set(pending)
     needed: set[tuple[str | None, str]] = set()
     while pending:
-        for provider, name in lookups.get(pending.pop(), ()):
+        for _, provider, name in lookups.get(pending.pop(), ()):
             needed.add((provider, name))
             if provider is not None and provider not in seen:
                 seen.add(provider)
@@ -540,6 +540,8 @@ class _Found:
     """Whether a file's text has a name, as a word."""
     looked_up: dict[str, tuple[FileResult, list[Lookup]]] = field(default_factory=dict)
     """What each file's result looked up."""
+    keys: dict[str, Lookup] = field(default_factory=dict)
+    """Each qualified name looked up, as a :data:`Lookup` (the same for every file)."""
 
     def lookups(self, result: FileResult, names: ModuleNames) -> list[Lookup]:
         """What ``result`` looked up: each qualified name with the file of its module (if one
@@ -548,8 +550,11 @@ class _Found:
         if kept is None or kept[0] is not result:
             found = []
             for key in result.consulted:
-                module, _, name = key.rpartition(".")
-                found.append((key, names.path_of(module) if module else None, name))
+                lookup = self.keys.get(key)
+                if lookup is None:
+                    module, _, name = key.rpartition(".")
+                    lookup = self.keys[key] = (key, names.path_of(module) if module else None, name)
+                found.append(lookup)
             kept = self.looked_up[result.path] = (result, found)
         return kept[1]
 
