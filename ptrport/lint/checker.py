@@ -2,17 +2,19 @@
 parallel on a large tree), Triton launches matched with kernels from any file, ignore comments
 applied.
 
-What a module imports from another module of the tree is looked up in the run's one
-:class:`~ptrport.lint.tree_index.TreeIndex`, built only where it can change a finding. A run
-goes in up to three steps, each split across the processes:
+What a module imports from another module of the tree, and the members the tree's classes
+give, are looked up in the run's :class:`~ptrport.lint.tree_index.TreeIndex`, built only where
+it can change a finding. A run goes in steps, each split across the processes:
 
 1. every file is analysed alone (:func:`_lint`): it says which names of other modules it
    looked up, whether it stores an address into storage whose dtype it cannot see, and
    whether it stores what it cannot see into storage that cannot hold an address; it gives
-   the shapes of its classes and functions that hold addresses;
+   the shapes of its classes and functions that hold addresses, and its classes' members;
 2. the modules defining the names looked up by files of the first kind are analysed for
    their shapes (:func:`_shape`), which make the index with those holding addresses;
-3. the files whose lookups the index answers are analysed again with it (:func:`_index`).
+3. the files whose lookups the index answers (and the files without an address source of
+   their own that import one) are analysed again with it (:func:`_index`); steps 2 and 3
+   repeat with what that gave, at most :data:`_ROUNDS` times.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from ptrport.lint.tree_index import (
     TreeIndex,
     absolute,
 )
-from ptrport.lint.values import Holds, Kernel, Launch, Site, Value, join
+from ptrport.lint.values import Holds, Kernel, Launch, Site, Value, join, rebuilt
 
 TRIGGERS = (
     "data_ptr",
@@ -334,10 +336,6 @@ def _makes_storage(source: str, name: str) -> bool:
     return any(word in text for word in STORAGE_WORDS)
 
 
-def _module_path(module: ModuleFile) -> str:
-    return module.path
-
-
 def _lint(modules: list[ModuleFile], index: TreeIndex) -> list[FileResult]:
     with _fewer_collections():
         return [lint_file(Path(m.path), module=m, index=index) for m in modules]
@@ -376,7 +374,8 @@ def lint_paths(
             index, again = _index(split, results, names, index, found)
             if not again:
                 break
-            redone = {r.path: r for r in split.map(_lint, again, index, path=_module_path)}
+            relinted = split.map(_lint, again, index, path=lambda module: module.path)
+            redone = {r.path: r for r in relinted}
             results = [redone.get(result.path, result) for result in results]
     return _combine(results, len(files))
 
@@ -513,11 +512,8 @@ def _member_source(key: str, modules: int) -> str:
 def _sourced(value: Value, source: str) -> Value:
     """``value`` with each origin it names put in ``source``."""
     return replace(
-        value,
+        rebuilt(value, lambda inner: _sourced(inner, source)),
         origin=source.format(_AT.sub(r" at \1", value.origin)) if value.origin else "",
-        element=_sourced(value.element, source) if value.element is not None else None,
-        items=tuple(_sourced(v, source) for v in value.items) if value.items is not None else None,
-        keys=tuple((k, _sourced(v, source)) for k, v in value.keys) if value.keys else value.keys,
     )
 
 

@@ -2000,14 +2000,37 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     than :func:`ast.walk`, which visits every expression too."""
     for statement in body:
         yield statement
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, name, None)
-            if isinstance(inner, list):
-                yield from _statements(inner)
-        for handler in getattr(statement, "handlers", ()):
-            yield from _statements(handler.body)
-        for case in getattr(statement, "cases", ()):
-            yield from _statements(case.body)
+        for inner in _inner_bodies(statement):
+            yield from _statements(inner)
+
+
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.TryStar,
+    ast.Match,
+)
+"""The statements that hold others."""
+
+
+def _inner_bodies(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The blocks nested in ``statement``: its body, else and finally blocks, and the bodies of
+    its exception handlers and match cases."""
+    if not isinstance(statement, _COMPOUND):
+        return []
+    bodies = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
+    found = [inner for inner in bodies if isinstance(inner, list)]
+    found.extend(handler.body for handler in getattr(statement, "handlers", ()))
+    found.extend(case.body for case in getattr(statement, "cases", ()))
+    return found
 
 
 def _made(node: ast.expr) -> ast.expr:
@@ -2048,12 +2071,8 @@ def _returned_names(body: list[ast.stmt]) -> frozenset[str] | None:
             statement.value, ast.Yield | ast.YieldFrom
         ):
             return None
-        for name in ("body", "orelse", "finalbody"):
-            pending.extend(getattr(statement, name, ()))
-        for handler in getattr(statement, "handlers", ()):
-            pending.extend(handler.body)
-        for case in getattr(statement, "cases", ()):
-            pending.extend(case.body)
+        for inner in _inner_bodies(statement):
+            pending.extend(inner)
     return frozenset(found)
 
 

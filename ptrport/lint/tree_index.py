@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ptrport.lint.library import SYMMETRIC_MEMORY
-from ptrport.lint.values import NOTHING, Holds, Value, carried, parts
+from ptrport.lint.values import NOTHING, Holds, Value, carried, parts, rebuilt
 
 
 @dataclass(frozen=True)
@@ -169,16 +169,10 @@ def exported(value: Value, module: ModuleFile, local: frozenset[str]) -> Value:
     names, and the lines where it came from and was made with the path they are in."""
     where = f"{module.path}:"
 
-    def inner(v: Value) -> Value:
-        return exported(v, module, local)
-
     return replace(
-        value,
+        rebuilt(value, lambda inner: exported(inner, module, local)),
         instance=_qualified(value.instance, module, local),
         denotes_class=_qualified(value.denotes_class, module, local),
-        element=inner(value.element) if value.element is not None else None,
-        items=tuple(map(inner, value.items)) if value.items is not None else None,
-        keys=tuple((k, inner(v)) for k, v in value.keys) if value.keys is not None else None,
         origin=_LINE.sub(lambda m: where + m.group(1), value.origin),
         made=_LINE.sub(lambda m: where + m.group(1), value.made),
     )

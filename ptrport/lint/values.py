@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -58,6 +58,17 @@ NOTHING = Value()
 def parts(value: Value) -> tuple[Value | None, ...]:
     """What ``value`` holds inside it: its element, its items, its keys' values."""
     return (value.element, *(value.items or ()), *(v for _, v in value.keys or ()))
+
+
+def rebuilt(value: Value, inner: Callable[[Value], Value]) -> Value:
+    """``value`` with ``inner`` applied to what it holds inside it: its element, its items,
+    its keys' values."""
+    return replace(
+        value,
+        element=inner(value.element) if value.element is not None else None,
+        items=tuple(map(inner, value.items)) if value.items is not None else None,
+        keys=tuple((k, inner(v)) for k, v in value.keys) if value.keys is not None else None,
+    )
 
 
 def carried(value: Value | None) -> Holds | None:
