@@ -28,9 +28,11 @@ or 1, or a traceback); 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,7 +45,6 @@ from real_engines import CACHE, ENGINES
 
 ROOT = Path(__file__).resolve().parent.parent
 AGAINST = ROOT.parent / "before23"
-SIDES = ("before", "after")
 
 
 class Failed(RuntimeError):
@@ -270,10 +271,11 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    kept = tempfile.TemporaryDirectory(prefix="lint-speed-bytecode-")
-    compiled = {label: f"{kept.name}/{label}" if args.bytecode else None for label in SIDES}
-    before = Side("before", against, compiled["before"])
-    after = Side("after", ROOT, compiled["after"])
+    kept = tempfile.mkdtemp(prefix="lint-speed-bytecode-") if args.bytecode else None
+    if kept is not None:
+        atexit.register(shutil.rmtree, kept, ignore_errors=True)
+    before = Side("before", against, f"{kept}/before" if kept else None)
+    after = Side("after", ROOT, f"{kept}/after" if kept else None)
     flakes: dict[str, list[float]] = {}
     began = time.perf_counter()
     try:
