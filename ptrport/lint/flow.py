@@ -2004,32 +2004,35 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _statements(inner)
 
 
-_COMPOUND = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.If,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
-    ast.TryStar,
-    ast.Match,
-)
-"""The statements that hold others."""
+_BLOCKS: dict[type[ast.stmt], tuple[str, ...]] = {
+    ast.FunctionDef: ("body",),
+    ast.AsyncFunctionDef: ("body",),
+    ast.ClassDef: ("body",),
+    ast.If: ("body", "orelse"),
+    ast.For: ("body", "orelse"),
+    ast.AsyncFor: ("body", "orelse"),
+    ast.While: ("body", "orelse"),
+    ast.With: ("body",),
+    ast.AsyncWith: ("body",),
+    ast.Try: ("body", "orelse", "finalbody"),
+    ast.TryStar: ("body", "orelse", "finalbody"),
+    ast.Match: (),
+}
+"""The statements that hold others, with the fields holding their blocks (besides exception
+handlers and match cases)."""
 
 
 def _inner_bodies(statement: ast.stmt) -> list[list[ast.stmt]]:
     """The blocks nested in ``statement``: its body, else and finally blocks, and the bodies of
     its exception handlers and match cases."""
-    if not isinstance(statement, _COMPOUND):
+    names = _BLOCKS.get(type(statement))
+    if names is None:
         return []
-    bodies = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
-    found = [inner for inner in bodies if isinstance(inner, list)]
-    found.extend(handler.body for handler in getattr(statement, "handlers", ()))
-    found.extend(case.body for case in getattr(statement, "cases", ()))
+    found: list[list[ast.stmt]] = [getattr(statement, name) for name in names]
+    if isinstance(statement, ast.Try | ast.TryStar):
+        found.extend(handler.body for handler in statement.handlers)
+    elif isinstance(statement, ast.Match):
+        found.extend(case.body for case in statement.cases)
     return found
 
 
