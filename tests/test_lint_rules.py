@@ -523,3 +523,39 @@ def test_a_file_whose_only_address_source_is_a_new_one_is_read(tmp_path: Path, n
 )
 def test_ipc_open_calls_are_named_as_such(name: str, opens: bool) -> None:
     assert opens_ipc_memory(name) is opens
+
+
+def test_a_method_is_run_again_where_what_it_took_from_a_helper_has_changed(
+    tmp_path: Path,
+) -> None:
+    """The table is made in the last method; ``record`` reaches it only through ``_slot``,
+    which ``first`` ran before it (``record`` took the remembered result): what ``_slot`` read
+    counts as read by ``record``, which is run again once the table is known."""
+    path, run = _lint(
+        tmp_path,
+        """
+        class Pointers:
+            def __init__(self, n):
+                self.n = n
+
+            def first(self, t):
+                return self._slot(), t
+
+            def record(self, t):
+                self._slot()[0] = t.data_ptr()  # expect: signed-storage
+
+            def untouched(self, t):
+                local = torch.zeros(1, dtype=torch.uint64)
+                local[0] = t.data_ptr()  # clean
+
+            def _slot(self):
+                return self.table
+
+            def allocate(self):
+                self.table = torch.zeros(self.n, dtype=torch.int64)
+        """,
+    )
+    expected = labels([path])
+    result = compare(run, expected)
+    assert not result.missing, "missing:\n" + describe(run, result.missing)
+    assert not result.unexpected, "unexpected:\n" + describe(run, result.unexpected)

@@ -88,6 +88,7 @@ _COLLECT_EVERY = 50_000
 """Allocations between two runs of the cyclic garbage collector while files are linted."""
 _FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n;]*)")
 """``from .module import a, b as c``: its dots, its module and what it imports."""
+_COMMENT = re.compile(r"#[^\n]*")
 _STORING_WORDS = (
     "dtype",
     "int64",
@@ -141,6 +142,9 @@ class FileResult:
     """Its classes' methods and properties (``@name``) that give addresses, and what."""
     plain_members: frozenset[str] = frozenset()
     """Its classes' methods and properties that do not."""
+    defined: str = ""
+    """Where it was not parsed: the functions (methods among them) it defines, by name, each
+    followed by a space (none of them gives an address, as a method or as a property)."""
     consulted_members: frozenset[str] = frozenset()
     """The methods it called and the properties it read on what it could not follow."""
     members_by_definition: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -231,9 +235,8 @@ def lint_source(
         # No address source of its own: read only if it imports what gives one in the tree.
         imported = _imported(source, module) if module is not None else frozenset()
         if index is None or not imported & index.shapes.keys():
-            # None of its methods gives an address (as methods or as properties).
-            defined = _DEFINED.findall(source)
-            result.plain_members = frozenset((*defined, *(PROPERTY + name for name in defined)))
+            # One string: a set of every name defined in every file costs more to send back.
+            result.defined = "".join(name + " " for name in _DEFINED.findall(source))
             result.consulted = imported
             result.unread = True
             result.unknown_stored = any(word in source for word in _STORING_WORDS)
@@ -278,7 +281,9 @@ def _imported(source: str, module: ModuleFile) -> frozenset[str]:
         imported_from = absolute(module, len(dots), name)
         if imported_from is None:
             continue
-        for part in re.sub(r"#[^\n]*", "", names).strip("()").split(","):
+        if "#" in names:
+            names = _COMMENT.sub("", names)
+        for part in names.strip("()").split(","):
             words = part.split()
             if words and words[0] != "*" and words[0].isidentifier():
                 found.add(f"{imported_from}.{words[0]}")
@@ -490,11 +495,13 @@ def _members(results: list[FileResult]) -> dict[str, Value]:
     """The methods and properties that give addresses in every module defining one of their
     name (each module's own, joined)."""
     plain = frozenset().union(*(result.plain_members for result in results))
+    # Each name followed by a space, so that " name " finds a name defined.
+    defined = " " + "".join(result.defined for result in results)
     giving: dict[str, Value] = {}
     modules: dict[str, int] = {}
     for result in results:
         for key, value in result.members.items():
-            if key not in plain:
+            if key not in plain and f" {key.removeprefix(PROPERTY)} " not in defined:
                 giving[key] = join(giving.get(key), value)
                 modules[key] = modules.get(key, 0) + 1
     # Defined in several modules: a message names the member, and one of its sources.

@@ -24,7 +24,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ptrport.lint import dtypes, reinterpret, rules
 from ptrport.lint.dtypes import Dtype, Width
@@ -98,6 +98,37 @@ class Arguments(NamedTuple):
     keywords: dict[str, Value]
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+@dataclass
+class _Trace:
+    """What a function's run read of the classes' attributes and reported, while the classes'
+    parts are run."""
+
+    reads: list[tuple[str, str, Value | None]]
+    """The reads of the part that ran it: those from :attr:`first` to :attr:`last` are its."""
+    first: int
+    last: int
+    sites: list[tuple[tuple[int, int, str], Site]]
+    launches: list[tuple[tuple[int, int, str], LaunchSite]]
+
+
+class _Run(NamedTuple):
+    """A function's run, remembered for the same arguments: what it returns, the attributes
+    it leaves set on ``self``, and its :class:`_Trace` (``None`` outside the classes' parts)."""
+
+    result: Value
+    attributes: tuple[tuple[str, Value], ...]
+    trace: _Trace | None
+
+
+def _added(found: dict[_K, _V], before: int) -> list[tuple[_K, _V]]:
+    """The entries added to ``found`` since it held ``before`` (a dict keeps their order)."""
+    return list(found.items())[before:] if len(found) > before else []
+
+
 @dataclass
 class _ClassPass:
     """What one pass over a class's methods found, and the attributes it read (owner, name,
@@ -147,7 +178,7 @@ class ModuleFlow:
         self.sites: dict[tuple[int, int, str], Site] = {}
         self.passed_over: list[ast.stmt] = []
         """Statements not followed: nested deeper than the recursion limit allows."""
-        self._memo: dict[tuple[object, ...], tuple[Value, tuple[tuple[str, Value], ...]]] = {}
+        self._memo: dict[tuple[object, ...], _Run] = {}
         self._running: set[tuple[object, ...]] = set()
         self._helpers: dict[Function, list[ast.stmt]] = {}
         self._all_functions: list[Function] = []
@@ -299,27 +330,26 @@ class ModuleFlow:
         attribute's final value; the classes whose reads did not are passed again (a few times
         at most), starting from what the last passes set."""
         module_sites, module_launches = self.sites, self.launches
-        passes: dict[str, _ClassPass] = {}
+        passes: dict[str, dict[ast.AST, _ClassPass]] = {}
         pending = classes
         for attempt in range(3):
-            self._collecting = True
+            # What was remembered rests on what the classes held before this attempt.
+            self._memo.clear()
             for info in pending:
-                self.sites, self.launches, self._reads = {}, {}, []
-                self._class_pass(info)
-                passes[info.name] = _ClassPass(self.sites, self.launches, self._reads)
-            self._collecting = False
-            pending = [info for info in classes if not self._settled(passes[info.name])]
+                self._class_pass(info, passes.setdefault(info.name, {}))
+            pending = [
+                info for info in classes if not all(map(self._settled, passes[info.name].values()))
+            ]
             if not pending or attempt == 2:
                 break
-            self._memo.clear()
         self._memo.clear()
         self.sites, self.launches = module_sites, module_launches
         for info in classes:
-            found = passes[info.name]
-            for key, site in found.sites.items():
-                self.sites.setdefault(key, site)
-            for key, located in found.launches.items():
-                self.launches.setdefault(key, located)
+            for found in passes[info.name].values():
+                for key, site in found.sites.items():
+                    self.sites.setdefault(key, site)
+                for key, located in found.launches.items():
+                    self.launches.setdefault(key, located)
 
     def _settled(self, found: _ClassPass) -> bool:
         return all(
@@ -427,8 +457,34 @@ class ModuleFlow:
         )
         self.kernels.append(Kernel(function.name, function.lineno, parameters))
 
-    def _class_pass(self, info: ClassInfo) -> None:
+    def _class_pass(self, info: ClassInfo, parts: dict[ast.AST, _ClassPass]) -> None:
+        """Runs each part of ``info`` (its body's assignments, each method, ``__init__`` first,
+        each factory) that has not run, or whose last run read an attribute that has changed
+        since: a part whose reads all saw what is held now would find what it found then
+        (what it took from a run remembered from another part counts as its own: a
+        :class:`_Trace`). ``parts`` keeps what each part's last run found."""
         self._definition = info.name
+        ordered = sorted(info.methods.values(), key=lambda f: f.name != "__init__")
+        for part in (info.node, *ordered, *info.factories):
+            last = parts.get(part)
+            if last is not None and self._settled(last):
+                continue
+            self.sites, self.launches, self._reads = {}, {}, []
+            self._collecting = True
+            try:
+                if isinstance(part, ast.ClassDef):
+                    self._class_body(info)
+                elif info.methods.get(part.name) is part:
+                    bound = self._bound(info, part, None)
+                    info.returns[part.name] = self._run(part, info, [], {}, bound, 0)[0]
+                else:
+                    self._run(part, None, [], {}, None, 0)
+            finally:
+                self._collecting = False
+            parts[part] = _ClassPass(self.sites, self.launches, self._reads)
+
+    def _class_body(self, info: ClassInfo) -> None:
+        """The assignments of ``info``'s body: what its class attributes hold."""
         frame = Frame({})
         for statement in info.node.body:
             if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
@@ -439,12 +495,6 @@ class ModuleFlow:
                 for target in targets:
                     if isinstance(target, ast.Name):
                         info.attributes[target.id] = join(info.attributes.get(target.id), value)
-        ordered = sorted(info.methods.values(), key=lambda f: f.name != "__init__")
-        for method in ordered:
-            result, _ = self._run(method, info, [], {}, self._bound(info, method, None), 0)
-            info.returns[method.name] = result
-        for function in info.factories:
-            self._run(function, None, [], {}, None, 0)
 
     @staticmethod
     def _bound(info: ClassInfo, method: Function, receiver: Value | None) -> Value | None:
@@ -1836,11 +1886,15 @@ class ModuleFlow:
         """What ``function`` returns given these arguments, and the attributes it leaves set
         on ``self`` (for a constructor)."""
         key = (function, tuple(arguments), tuple(sorted(keywords.items())), instance)
-        if key in self._memo:
-            return self._memo[key]
+        known = self._memo.get(key)
+        if known is not None:
+            if self._collecting and known.trace is not None:
+                self._replay(known.trace)
+            return known.result, known.attributes
         if key in self._running or depth > self._depth:
             return NOTHING, ()
         self._running.add(key)
+        reads, sites, launches = len(self._reads), len(self.sites), len(self.launches)
         try:
             frame = Frame({}, owner, depth=depth + 1, function=function)
             parameters = function.args.posonlyargs + function.args.args
@@ -1873,8 +1927,26 @@ class ModuleFlow:
             )
         finally:
             self._running.discard(key)
-        self._memo[key] = (result, attributes)
+        trace = None
+        if self._collecting:
+            trace = _Trace(
+                self._reads,
+                reads,
+                len(self._reads),
+                _added(self.sites, sites),
+                _added(self.launches, launches),
+            )
+        self._memo[key] = _Run(result, attributes, trace)
         return result, attributes
+
+    def _replay(self, trace: _Trace) -> None:
+        """What a run remembered read and found, as if it ran again (in a class's part that
+        did not run it: what that part finds rests on it)."""
+        self._reads.extend(trace.reads[trace.first : trace.last])
+        for key, site in trace.sites:
+            self.sites.setdefault(key, site)
+        for key, located in trace.launches:
+            self.launches.setdefault(key, located)
 
     def _body(self, function: Function) -> list[ast.stmt]:
         """The function's statements; a helper written as ``if x >= 2**63: x -= 2**64`` then
