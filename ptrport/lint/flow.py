@@ -328,7 +328,8 @@ class ModuleFlow:
         """Runs the methods of ``classes`` for what each class holds. Attributes set in one
         method are read in others: a class's pass stands once every read it made saw the
         attribute's final value; the classes whose reads did not are passed again (a few times
-        at most), starting from what the last passes set."""
+        at most), starting from what the last passes set, where only the parts whose own reads
+        did not are run again (:meth:`_class_pass`)."""
         module_sites, module_launches = self.sites, self.launches
         passes: dict[str, dict[ast.AST, _ClassPass]] = {}
         pending = classes
