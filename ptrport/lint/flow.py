@@ -131,8 +131,8 @@ def _added(found: dict[_K, _V], before: int) -> list[tuple[_K, _V]]:
 
 @dataclass
 class _ClassPass:
-    """What one pass over a class's methods found, and the attributes it read (owner, name,
-    value seen)."""
+    """What the last run of one part of a class (its body, a method, a factory) found, and the
+    attributes it read (owner, name, value seen)."""
 
     sites: dict[tuple[int, int, str], Site]
     launches: dict[tuple[int, int, str], LaunchSite]
