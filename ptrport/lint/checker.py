@@ -512,7 +512,8 @@ def _members(results: list[FileResult]) -> dict[str, Value]:
 
 
 def _member_source(key: str, modules: int) -> str:
-    shown = f"`.{key[len(PROPERTY) :]}`" if key.startswith(PROPERTY) else f"`.{key}()`"
+    name = key.removeprefix(PROPERTY)
+    shown = f"`.{name}`" if name != key else f"`.{key}()`"
     return f"{shown}, which {modules} modules of the tree define (one: {{}})"
 
 

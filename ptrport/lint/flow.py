@@ -347,10 +347,7 @@ class ModuleFlow:
         self.sites, self.launches = module_sites, module_launches
         for info in classes:
             for found in passes[info.name].values():
-                for key, site in found.sites.items():
-                    self.sites.setdefault(key, site)
-                for key, located in found.launches.items():
-                    self.launches.setdefault(key, located)
+                self._keep(found.sites.items(), found.launches.items())
 
     def _settled(self, found: _ClassPass) -> bool:
         return all(
@@ -1944,9 +1941,17 @@ class ModuleFlow:
         """What a run remembered read and found, as if it ran again (in a class's part that
         did not run it: what that part finds rests on it)."""
         self._reads.extend(trace.reads[trace.first : trace.last])
-        for key, site in trace.sites:
+        self._keep(trace.sites, trace.launches)
+
+    def _keep(
+        self,
+        sites: Iterable[tuple[tuple[int, int, str], Site]],
+        launches: Iterable[tuple[tuple[int, int, str], LaunchSite]],
+    ) -> None:
+        """Sites and launches found elsewhere, where none was found at the same place."""
+        for key, site in sites:
             self.sites.setdefault(key, site)
-        for key, located in trace.launches:
+        for key, located in launches:
             self.launches.setdefault(key, located)
 
     def _body(self, function: Function) -> list[ast.stmt]:
