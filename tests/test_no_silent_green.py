@@ -99,6 +99,10 @@ def test_a_health_check_failure_is_an_error_and_never_catches_a_control(
         assert "\n" not in message
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_every_finished_result_and_marks_the_report_interrupted(
     pytester: pytest.Pytester,
 ) -> None:
@@ -121,6 +125,9 @@ def test_ctrl_c_keeps_every_finished_result_and_marks_the_report_interrupted(
         [sys.executable, "-m", "pytest", "--backend=cpu", "--platform-name=ctrl-c"],
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
+        # As a terminal's Ctrl-C reaches it: a run started in the background (``cmd &`` in a
+        # script) ignores SIGINT, and its children would inherit that.
+        preexec_fn=_interruptible,
     )
     try:
         deadline = time.monotonic() + 120
