@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ptrport.lint import checker
 from ptrport.lint.checker import LintRun, lint_paths
 from tests.lint_markers import compare, describe, labels
 
@@ -333,6 +335,98 @@ def test_addresses_held_by_a_class_of_another_module_are_followed_into_storage(
                     sizes = torch.tensor(pool.sizes, dtype=torch.int64)  # clean
                     same = torch.tensor(pool.ptrs, dtype=torch.uint64)  # clean
                     return table, sizes, same, extra.data_ptr()
+            """,
+        },
+    )
+
+
+def test_a_module_is_analysed_again_where_it_reads_what_a_class_of_another_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both modules store what they cannot see into int64 and use ``PointerPool``, whose
+    ``ptrs`` hold addresses. ``staging`` reads ``ptrs`` on a parameter, and is analysed again
+    once the pool is known; ``local`` names ``ptrs`` only as a parameter and as its own class's
+    attribute, and is analysed once."""
+    analysed: list[str] = []
+    lint_file = checker.lint_file
+
+    def counted(path: Path, **kwargs: Any) -> checker.FileResult:
+        analysed.append(path.name)
+        return lint_file(path, **kwargs)
+
+    monkeypatch.setattr(checker, "lint_file", counted)
+    _check_tree(
+        tmp_path,
+        {
+            "engine/buffers.py": BUFFERS,
+            "engine/staging.py": """
+                import torch
+
+                from engine.buffers import PointerPool
+
+
+                def stage(pool: PointerPool, sizes):
+                    table = torch.tensor(pool.ptrs, dtype=torch.int64)  # expect: signed-storage
+                    return table, torch.tensor(sizes, dtype=torch.int64)  # clean
+            """,
+            "engine/local.py": """
+                import torch
+
+                from engine.buffers import PointerPool
+
+
+                class Local:
+                    def __init__(self, ptrs):
+                        self.ptrs = list(ptrs)
+
+                    def tables(self, t, sizes):
+                        own = torch.tensor([t.data_ptr()], dtype=torch.uint64)  # clean
+                        return own, torch.tensor(sizes, dtype=torch.int64)  # clean
+
+
+                def pool_of(buffers):
+                    return PointerPool(buffers)
+            """,
+        },
+    )
+    assert analysed.count("staging.py") == 2
+    assert analysed.count("local.py") == 1
+
+
+def test_what_a_class_of_another_module_gives_later_is_followed_where_it_was_known_before(
+    tmp_path: Path,
+) -> None:
+    """``Pool.b`` is an address once ``first_ptr`` is known (the first analysis again), and
+    ``stage`` read it on a ``Pool`` known by then: it is analysed a third time."""
+    _check_tree(
+        tmp_path,
+        {
+            "engine/base.py": """
+                def first_ptr(tensors):
+                    return tensors[0].data_ptr()
+            """,
+            "engine/pool.py": """
+                import torch
+
+                from engine.base import first_ptr
+
+
+                class Pool:
+                    def __init__(self, tensors, counts):
+                        self.a = tensors[0].data_ptr()
+                        self.b = first_ptr(tensors)
+                        self.counts = torch.tensor(counts, dtype=torch.int64)  # clean
+            """,
+            "engine/stage.py": """
+                import torch
+
+                from engine.pool import Pool
+
+
+                def stage(pool: Pool, extra):
+                    firsts = torch.tensor([pool.a], dtype=torch.uint64)  # clean
+                    seconds = torch.tensor([pool.b], dtype=torch.int64)  # expect: signed-storage
+                    return firsts, seconds, extra.data_ptr()
             """,
         },
     )

@@ -38,6 +38,7 @@ from ptrport.lint.rules import RULES, Finding, fix_for, passed
 from ptrport.lint.suppressions import Ignore, ignores
 from ptrport.lint.tree_index import (
     PROPERTY,
+    ClassShape,
     ModuleFile,
     ModuleNames,
     Shape,
@@ -147,6 +148,10 @@ class FileResult:
     followed by a space (none of them gives an address, as a method or as a property)."""
     consulted_members: frozenset[str] = frozenset()
     """The methods it called and the properties it read on what it could not follow."""
+    foreign_reads: frozenset[str] | None = None
+    """The attributes it read and the methods it called on what no class of its own is (what
+    it could not follow, an instance of a class of another module); ``None`` where it was not
+    parsed."""
     members_by_definition: dict[str, frozenset[str]] = field(default_factory=dict)
     """Of those, the ones each top-level function and class consulted."""
     unread: bool = False
@@ -253,6 +258,7 @@ def lint_source(
         result.exports = flow.address_shapes()
         result.members, result.plain_members = flow.members()
         result.consulted_members = frozenset(flow.consulted_members)
+        result.foreign_reads = frozenset(flow.foreign_reads)
         result.members_by_definition = {
             name: frozenset(keys) for name, keys in flow.members_by_definition.items()
         }
@@ -423,7 +429,7 @@ def _index(
             if provider is None or provider == result.path:
                 continue
             shape = holding.get((provider, name))
-            if shape is not None and result.unknown_stored and found.names(result.path, shape):
+            if shape is not None and result.unknown_stored and found.names(result, shape):
                 index.shapes[key] = shape
                 used.add(key)
             elif result.unknown_storage:
@@ -562,10 +568,14 @@ class _Found:
             kept = self.looked_up[result.path] = (result, found)
         return kept[1]
 
-    def names(self, path: str, shape: Shape) -> bool:
-        """Whether the file ``path`` names an attribute, method or function through which
-        ``shape`` gives addresses."""
-        return any(self._mentions(path, name) for name in shape.giving_addresses())
+    def names(self, result: FileResult, shape: Shape) -> bool:
+        """Whether the file of ``result`` may reach what ``shape`` gives addresses through: a
+        function it names; an attribute or method of a class read, or called, where its
+        analysis did not know the class (in a file not parsed: named)."""
+        giving = shape.giving_addresses()
+        if isinstance(shape, ClassShape) and result.foreign_reads is not None:
+            return not giving.isdisjoint(result.foreign_reads)
+        return any(self._mentions(result.path, name) for name in giving)
 
     def _mentions(self, path: str, name: str) -> bool:
         if (path, name) not in self.mentions:
