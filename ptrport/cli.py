@@ -40,6 +40,7 @@ stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -731,5 +732,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def run() -> None:
+    """The ``ptrport`` command: :func:`main`'s status as the process's."""
+    code = main()
+    # What is left is freed as the process ends; the collector would first walk all of it
+    # (a large tree's lint: 8 ms, a sixtieth of the run).
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -10,7 +10,6 @@ that nothing matches any more are stale."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
@@ -186,6 +185,8 @@ def _context(finding: Finding, lines: list[str]) -> str:
     above = next((line for line in reversed(lines[:first]) if _is_code(line)), "")
     parts = [finding.rule, *site, "", *lines[first : last + 1], "", above]
     text = "\n".join(" ".join(part.split()) for part in parts)
+    import hashlib  # Here: OpenSSL's loading is slow, and a run without a baseline needs none.
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_CONTEXT_DIGITS]
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -100,6 +99,8 @@ def read_config(file: Path, *, required: bool = True) -> ProjectConfig | None:
         raise HarnessError(f"{file}: cannot read: {getattr(exc, 'strerror', exc)}") from None
     if "ptrport" not in text and not required:
         return None
+    import tomllib  # Here: with datetime, a tenth of the startup of a run that reads none.
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
