@@ -201,11 +201,14 @@ def _walk(root: Path) -> Iterator[Path]:
             for name in subdirectories
             if not name.startswith(".")
             and name not in SKIPPED_DIRECTORIES
-            and not (Path(directory, name) / "pyvenv.cfg").exists()
+            and not os.path.exists(os.path.join(directory, name, "pyvenv.cfg"))
         )
+        # One path parsed for the directory: parsing each file's whole path took longer than
+        # walking the tree.
+        parent = Path(directory)
         for name in sorted(files):
             if name.endswith(".py"):
-                yield Path(directory, name)
+                yield parent / name
 
 
 def _triggered(source: str) -> bool:
@@ -426,7 +429,7 @@ def _index(
         if not (result.unknown_stored or result.unknown_storage):
             continue
         for key, provider, name in found.lookups(result, names):
-            if provider is None or provider == result.path:
+            if provider == result.path:
                 continue
             shape = holding.get((provider, name))
             if shape is not None and result.unknown_stored and found.names(result, shape):
@@ -472,26 +475,25 @@ def _index(
     return index, [names.files[path] for path in sorted(again)]
 
 
-def _needed(
-    results: list[FileResult], names: ModuleNames, found: _Found
-) -> set[tuple[str | None, str]]:
+def _needed(results: list[FileResult], names: ModuleNames, found: _Found) -> set[tuple[str, str]]:
     """The (file, name) pairs looked up, directly or through other modules of the tree, by the
     files that store what they could not see (or, not read, may store anything and import from
     a module that may give addresses)."""
-    lookups = {result.path: found.lookups(result, names) for result in results}
+    by_path = {result.path: result for result in results}
     giving = {r.path for r in results if r.consulted_members or r.exports}
     pending = [
         r.path
         for r in results
         if r.unknown_stored
-        and (not r.unread or any(provider in giving for _, provider, _ in lookups[r.path]))
+        and (not r.unread or any(p in giving for _, p, _ in found.lookups(r, names)))
     ]
     seen = set(pending)
-    needed: set[tuple[str | None, str]] = set()
+    needed: set[tuple[str, str]] = set()
     while pending:
-        for _, provider, name in lookups.get(pending.pop(), ()):
+        result = by_path.get(pending.pop())
+        for _, provider, name in found.lookups(result, names) if result is not None else ():
             needed.add((provider, name))
-            if provider is not None and provider not in seen:
+            if provider not in seen:
                 seen.add(provider)
                 pending.append(provider)
     return needed
@@ -533,8 +535,10 @@ def _sourced(value: Value, source: str) -> Value:
 
 _AT = re.compile(r" \((\S+:\d+)\)$")
 """Where an origin came from, as its message ends: "`t.data_ptr()` (pkg/a.py:12)"."""
-Lookup = tuple[str, str | None, str]
-"""A name looked up: as imported, the file of its module (``None``: not of the tree), its name."""
+Lookup = tuple[str, str, str]
+"""A name looked up in a module of the tree: as imported, the file of its module, its name."""
+_ELSEWHERE = ("", "", "")
+"""What :meth:`_Found.lookups` keeps of a name of a module not of the tree."""
 
 
 @dataclass
@@ -551,11 +555,12 @@ class _Found:
     looked_up: dict[str, tuple[FileResult, list[Lookup]]] = field(default_factory=dict)
     """What each file's result looked up."""
     keys: dict[str, Lookup] = field(default_factory=dict)
-    """Each qualified name looked up, as a :data:`Lookup` (the same for every file)."""
+    """Each qualified name looked up, as a :data:`Lookup` (the same for every file;
+    :data:`_ELSEWHERE` where its module is not of the tree)."""
 
     def lookups(self, result: FileResult, names: ModuleNames) -> list[Lookup]:
-        """What ``result`` looked up: each qualified name with the file of its module (if one
-        of the tree) and its name there (kept until the file is analysed again)."""
+        """What ``result`` looked up in the modules of the tree: each qualified name with the
+        file of its module and its name there (kept until the file is analysed again)."""
         kept = self.looked_up.get(result.path)
         if kept is None or kept[0] is not result:
             found = []
@@ -563,8 +568,10 @@ class _Found:
                 lookup = self.keys.get(key)
                 if lookup is None:
                     module, _, name = key.rpartition(".")
-                    lookup = self.keys[key] = (key, names.path_of(module) if module else None, name)
-                found.append(lookup)
+                    path = names.path_of(module) if module else None
+                    lookup = self.keys[key] = (key, path, name) if path else _ELSEWHERE
+                if lookup is not _ELSEWHERE:
+                    found.append(lookup)
             kept = self.looked_up[result.path] = (result, found)
         return kept[1]
 

@@ -61,15 +61,25 @@ class ModuleNames:
     def of(cls, roots: Sequence[Path], paths: Sequence[Path]) -> ModuleNames:
         """The names of ``paths``, found under the directories of ``roots`` (a file named by
         itself is named by its stem)."""
-        directories = [root for root in roots if root.is_dir()]
+        # As text: pathlib's relative_to, for each of a large tree's files, took as long as
+        # finding them.
+        prefixes = [_prefix(root.as_posix()) for root in roots if root.is_dir()]
         files: dict[str, ModuleFile] = {}
         for path in paths:
-            root = next((d for d in directories if path.is_relative_to(d)), None)
-            parts = list(path.relative_to(root).parts if root else (path.name,))
+            posix = path.as_posix()
+            under = next(
+                (
+                    posix[len(prefix) :]
+                    for prefix in prefixes
+                    if posix.startswith(prefix) and (prefix or not path.is_absolute())
+                ),
+                path.name,
+            )
+            parts = under.split("/")
             parts[-1] = parts[-1].removesuffix(".py")
             if parts[-1] == "__init__":
                 parts.pop()
-            files[path.as_posix()] = ModuleFile(path.as_posix(), ".".join(parts))
+            files[posix] = ModuleFile(posix, ".".join(parts))
         names = cls(files)
         for module in files.values():
             if module.name in names.by_name:
@@ -97,6 +107,14 @@ class ModuleNames:
         if longest is None or sum(len(name) == len(longest) for name in ending) > 1:
             return None
         return self.by_name[longest]
+
+
+def _prefix(directory: str) -> str:
+    """How the paths under ``directory`` begin (as :meth:`Path.as_posix` writes both; under
+    ``.``, every relative path)."""
+    if directory == ".":
+        return ""
+    return directory if directory.endswith("/") else directory + "/"
 
 
 @dataclass(frozen=True)
