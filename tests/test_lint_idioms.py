@@ -393,6 +393,56 @@ def test_a_module_is_analysed_again_where_it_reads_what_a_class_of_another_gives
     assert analysed.count("local.py") == 1
 
 
+def test_a_module_is_analysed_again_where_it_reads_storage_a_class_of_another_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both modules store addresses where they cannot see the dtype and use ``Tables``, whose
+    ``table`` is int64. ``fill`` reads ``table`` on a parameter, and is analysed again once
+    ``Tables`` is known; ``other`` only makes one, and is analysed once."""
+    analysed: list[str] = []
+    lint_file = checker.lint_file
+
+    def counted(path: Path, **kwargs: Any) -> checker.FileResult:
+        analysed.append(path.name)
+        return lint_file(path, **kwargs)
+
+    monkeypatch.setattr(checker, "lint_file", counted)
+    _check_tree(
+        tmp_path,
+        {
+            "engine/tables.py": """
+                import torch
+
+
+                class Tables:
+                    def __init__(self, n):
+                        self.table = torch.zeros(n, dtype=torch.int64)
+                        self.counts = torch.zeros(n, dtype=torch.int32)
+            """,
+            "engine/fill.py": """
+                from engine.tables import Tables
+
+
+                def fill(tables: Tables, t):
+                    tables.table[0] = t.data_ptr()  # expect: signed-storage
+            """,
+            "engine/other.py": """
+                from engine.tables import Tables
+
+
+                def make(n):
+                    return Tables(n)
+
+
+                def fill(out, t):
+                    out[0] = t.data_ptr()  # clean
+            """,
+        },
+    )
+    assert analysed.count("fill.py") == 2
+    assert analysed.count("other.py") == 1
+
+
 def test_what_a_class_of_another_module_gives_later_is_followed_where_it_was_known_before(
     tmp_path: Path,
 ) -> None:

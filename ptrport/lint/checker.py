@@ -421,6 +421,7 @@ def _index(
         for shape in result.exports
     }
     index = TreeIndex(members=_members(results))
+    by_path = {result.path: result for result in results}
     uses: dict[str, set[str]] = {}
     wanted: dict[str, dict[str, set[str]]] = {}
     asking: dict[str, set[str]] = {}
@@ -449,7 +450,8 @@ def _index(
                 index.shapes[key] = shape
                 if not shape.empty:
                     for asker in asking[key]:
-                        uses[asker].add(key)
+                        if _reaches(by_path[asker], shape):
+                            uses[asker].add(key)
     # A member changes what a file finds where it stores what it could not see, and what it
     # gives where a file that does (or, not read, may) looks up what consulted it, or looks up
     # what looks it up.
@@ -473,6 +475,17 @@ def _index(
         )
     }
     return index, [names.files[path] for path in sorted(again)]
+
+
+def _reaches(result: FileResult, shape: Shape) -> bool:
+    """Whether what ``shape`` says of a class or function of another module may change what
+    the file of ``result`` finds: a function's; a class's, where it binds fields or where the
+    file read one of its attributes or called one of its methods without knowing the class."""
+    if not isinstance(shape, ClassShape) or shape.fields is not None:
+        return True
+    if result.foreign_reads is None:
+        return True
+    return not result.foreign_reads.isdisjoint(shape.attributes.keys() | shape.returns.keys())
 
 
 def _needed(results: list[FileResult], names: ModuleNames, found: _Found) -> set[tuple[str, str]]:
