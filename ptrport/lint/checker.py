@@ -406,10 +406,11 @@ def _index(
     ``previous`` one they were analysed with; ``found`` keeps what earlier rounds read):
 
     - a file storing an address into storage whose dtype it cannot see: every name it looked
-      up, as its module's shape (:func:`_shape`);
+      up, as its module's shape (:func:`_shape`; a class without fields counts where the file
+      read one of its attributes or methods without knowing it, :func:`_reaches`);
     - a file storing what it cannot see into storage that cannot hold an address: the names
-      it looked up that hold addresses (as their own modules found), where it names what
-      gives them;
+      it looked up that hold addresses (as their own modules found), where it may reach what
+      gives them (:meth:`_Found.names`);
     - a file calling a method (reading a property) on what it cannot see: the tree's members
       of that name, where all give addresses (:func:`_members`);
     - a file not parsed (no address source of its own) that may store and imports what gives
