@@ -208,8 +208,9 @@ class ModuleFlow:
         here, which the tree's classes may say hold addresses (:attr:`TreeIndex.members`)."""
         self.foreign_reads: set[str] = set()
         """The attributes read and the methods called on what no class of the module is: what
-        is not followed here, an instance of a class of another module (through which that
-        class may give addresses, as what it is becomes known or changes)."""
+        is not followed here, an instance of a class of another module, known to the index or
+        not (through which that class may give addresses, as what it is becomes known or
+        changes)."""
         self.members_by_definition: dict[str, set[str]] = {}
         """Those of :attr:`consulted_members` consulted while each top-level function or class
         of the module was run (what it gives the other modules may rest on them)."""
@@ -984,12 +985,13 @@ class ModuleFlow:
         owner = base.instance or base.denotes_class
         if owner in self.classes:
             return self._lookup(self.classes[owner], node.attr, None) or NOTHING
+        if owner is not None or base == NOTHING:
+            self.foreign_reads.add(node.attr)
         if owner == SYMMETRIC_MEMORY and node.attr in SYMMETRIC_MEMORY_ADDRESSES:
             address = Value(holds=Holds.ADDRESS, origin=self._source(node))
             return list_of(address) if SYMMETRIC_MEMORY_ADDRESSES[node.attr] else address
         shape = self.index.shapes.get(owner or "")
         if isinstance(shape, ClassShape):
-            self.foreign_reads.add(node.attr)
             return shape.attributes.get(node.attr, NOTHING)
         if base.dtype is not None:
             if base.dtype.library == "ctypes" and node.attr == "value":
@@ -998,7 +1000,6 @@ class ModuleFlow:
                 return base
         if base == NOTHING:
             # Of what is not followed: what the tree's properties of that name all give.
-            self.foreign_reads.add(node.attr)
             key = PROPERTY + node.attr
             self._consult_member(key, frame)
             return self.index.members.get(key, NOTHING)
@@ -1299,9 +1300,9 @@ class ModuleFlow:
         owner = receiver.instance or receiver.denotes_class or ""
         if owner in self.classes:
             return self._class_method_call(self.classes[owner], receiver, func, node, frame)
-        shape = self.index.shapes.get(owner)
-        if isinstance(shape, ClassShape) or receiver == NOTHING:
+        if owner or receiver == NOTHING:
             self.foreign_reads.add(func.attr)
+        shape = self.index.shapes.get(owner)
         if isinstance(shape, ClassShape):
             return self._tree_method_call(shape, func, node, frame)
         return self._method_call(func, node, frame, receiver)
