@@ -406,8 +406,8 @@ def _index(
     ``previous`` one they were analysed with; ``found`` keeps what earlier rounds read):
 
     - a file storing an address into storage whose dtype it cannot see: every name it looked
-      up, as its module's shape (:func:`_shape`; a class without fields counts where the file
-      read one of its attributes or methods without knowing it, :func:`_reaches`);
+      up, as its module's shape (:func:`_shape`; a class without fields, where the file read
+      one of its attributes or methods on what no class of its own is, :func:`_reaches`);
     - a file storing what it cannot see into storage that cannot hold an address: the names
       it looked up that hold addresses (as their own modules found), where it may reach what
       gives them (:meth:`_Found.names`);
@@ -481,7 +481,8 @@ def _index(
 def _reaches(result: FileResult, shape: Shape) -> bool:
     """Whether what ``shape`` says of a class or function of another module may change what
     the file of ``result`` finds: a function's; a class's, where it binds fields or where the
-    file read one of its attributes or called one of its methods without knowing the class."""
+    file read one of its attributes or called one of its methods on what no class of its own
+    is (:attr:`FileResult.foreign_reads`)."""
     if not isinstance(shape, ClassShape) or shape.fields is not None:
         return True
     if result.foreign_reads is None:
@@ -591,8 +592,8 @@ class _Found:
 
     def names(self, result: FileResult, shape: Shape) -> bool:
         """Whether the file of ``result`` may reach what ``shape`` gives addresses through: a
-        function it names; an attribute or method of a class read, or called, where its
-        analysis did not know the class (in a file not parsed: named)."""
+        function it names; a class's attribute or method it read or called on what no class of
+        its own is (:attr:`FileResult.foreign_reads`; in a file not parsed: one it names)."""
         giving = shape.giving_addresses()
         if isinstance(shape, ClassShape) and result.foreign_reads is not None:
             return not giving.isdisjoint(result.foreign_reads)
