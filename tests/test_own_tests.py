@@ -256,6 +256,7 @@ def test_n(ptrport_device, n):
     def test_repro_prints_the_command_that_reruns_one_failure(
         self, project: pytest.Pytester
     ) -> None:
+        import os
         import subprocess
         import sys
 
@@ -292,6 +293,9 @@ def test_not_on_usm(ptrport_device):
         assert command.endswith(
             "pytest 'test_fails.py::test_not_on_usm[cpu-usm]' --backend=cpu-usm"
         )
+        # The command's `pytest` as a user's shell finds it, in this interpreter's environment
+        # as if activated (the suite may be run as venv/bin/pytest with another pytest first).
+        bin_dir = os.path.dirname(sys.executable)
         rerun = subprocess.run(
             command + " -p no:cacheprovider",
             shell=True,
@@ -299,6 +303,7 @@ def test_not_on_usm(ptrport_device):
             text=True,
             check=False,
             cwd=project.path,
+            env={**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")},
         )
         assert rerun.returncode == 1 and "1 failed" in rerun.stdout, rerun.stdout
 
