@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     from ptrport.run.session import Session
 
 _SESSION = pytest.StashKey["Session | None"]()
+_PYTHON_THREADS = pytest.StashKey[frozenset[int]]()
+"""The Python threads alive when the run was configured, before any test module was imported
+(isolation forks only a process whose test modules started none)."""
 _ASKING_OPTIONS = (
     "ptrport_backend",
     "ptrport_subject",
@@ -146,6 +150,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "placed too)",
     )
     config.stash[_SESSION] = None
+    config.stash[_PYTHON_THREADS] = frozenset(t.ident for t in threading.enumerate() if t.ident)
     if _asked(config):
         ptrport_session(config)
     else:
@@ -158,7 +163,8 @@ def ptrport_session(config: pytest.Config) -> Session:
     if current is None:
         from ptrport.run.session import Session
 
-        current = config.stash[_SESSION] = Session.start(config, report_dir_default())
+        threads = config.stash[_PYTHON_THREADS]
+        current = config.stash[_SESSION] = Session.start(config, report_dir_default(), threads)
     return current
 
 

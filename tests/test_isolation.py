@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from ptrport.report.records import Outcome
-from ptrport.run import isolation
+from ptrport.run import children
 from tests.scenario_runs import copy_scenarios, use_profile
 
 HERE = Path(__file__).resolve().parent
@@ -78,7 +82,7 @@ def test_a_segfault_and_a_hang_cost_one_result_each_and_the_run_goes_on(
     result.stdout.fnmatch_lines(
         [
             "isolation: 3 child processes for 6 isolated checks "
-            "(restarted after 1 crashed, 1 timed out, 0 failed)"
+            "(restarted after 1 crashed, 1 timed out, 0 failed), forked from a warm process"
         ]
     )
 
@@ -95,7 +99,10 @@ def test_under_xdist_each_worker_keeps_its_own_child_and_the_results_are_the_sam
     assert sorted(r["outcome"] for r in results.values()).count("passed") == 7
     (line,) = [line for line in result.stdout.lines if line.startswith("isolation: ")]
     started = int(line.split()[1])
-    assert line.endswith("for 6 isolated checks (restarted after 1 crashed, 1 timed out, 0 failed)")
+    assert line.endswith(
+        "for 6 isolated checks (restarted after 1 crashed, 1 timed out, 0 failed), "
+        "forked from a warm process"
+    )
     assert 3 <= started <= 4, line  # a child per worker that ran checks, plus the two replaced
 
 
@@ -165,7 +172,7 @@ def test_checks_share_a_child_with_nothing_left_over_and_a_failure_gets_a_fresh_
     result.stdout.fnmatch_lines(
         [
             "isolation: 2 child processes for 4 isolated checks "
-            "(restarted after 0 crashed, 0 timed out, 1 failed)"
+            "(restarted after 0 crashed, 0 timed out, 1 failed), forked from a warm process"
         ]
     )
 
@@ -193,7 +200,7 @@ def test_an_isolated_control_is_caught_with_its_counterexample_as_in_process(
     assert caught["found_after"] >= 1
 
 
-def _child(tmp_path: Path, then: str) -> isolation.Child:
+def _child(tmp_path: Path, then: str) -> children.Child:
     """A stand-in child: it takes its first command, says it started it and is in example 2,
     then does ``then``."""
     said = {"command": 1, "count": 2, "example": {"src": "0x8000000000000000"}}
@@ -204,7 +211,7 @@ def _child(tmp_path: Path, then: str) -> isolation.Child:
         f"os.write(answers, (json.dumps({said!r}) + '\\n').encode())\n"
         f"{then}\n"
     )
-    return isolation.Child([sys.executable, "-c", script], tmp_path)
+    return children.Child.spawn([sys.executable, "-c", script], tmp_path)
 
 
 def test_a_child_that_exits_in_a_check_without_its_result_is_a_crash(tmp_path: Path) -> None:
@@ -226,12 +233,243 @@ def test_a_child_that_stops_making_progress_is_killed(tmp_path: Path) -> None:
     assert ended is not None and ended.outcome == Outcome.TIMED_OUT
     assert ended.example == {"src": "0x8000000000000000"} and ended.examples == 2
     assert ended.duration_s < 30
-    assert child.process.returncode == -9
+    assert child.process.poll() == -9
     child.close()
 
 
 def test_a_child_that_ends_before_starting_a_check_has_not_crashed_in_it(tmp_path: Path) -> None:
-    child = isolation.Child([sys.executable, "-c", "pass"], tmp_path)
+    child = children.Child.spawn([sys.executable, "-c", "pass"], tmp_path)
     number = child.send("a.py::test_a")
     assert number is None or child.wait(number, example_timeout=5) is None
     child.close()
+
+
+PROCESSES = """
+import os
+
+import pytest
+
+pytestmark = pytest.mark.ptrport(backends=["cpu"])
+
+
+@pytest.fixture(autouse=True)
+def record_the_process(request):
+    with open("processes.txt", "a") as out:
+        out.write(f"{request.node.name} {os.getpid()} {os.getppid()}\\n")
+"""
+
+CRASH_AND_HANG = (
+    PROCESSES
+    + """
+
+def test_1_segfaults(ptrport_device):
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def test_2_hangs(ptrport_device):
+    import time
+
+    time.sleep(120)
+
+
+def test_3_passes_after_them(ptrport_device):
+    assert ptrport_device.name == "cpu"
+"""
+)
+
+
+def _outcomes(pytester: pytest.Pytester) -> list[tuple[str, str, str]]:
+    report = json.loads((pytester.path / "reports" / "iso.json").read_text())
+    return sorted((r["check"], r["backend"], r["outcome"]) for r in report["results"])
+
+
+def _processes(pytester: pytest.Pytester) -> dict[str, tuple[int, int]]:
+    """Each check's process and its parent, by test name (with its parameters)."""
+    rows = [line.split() for line in (pytester.path / "processes.txt").read_text().splitlines()]
+    return {name: (int(pid), int(parent)) for name, pid, parent in rows}
+
+
+def test_a_marked_segfault_and_hang_are_one_result_each_and_the_next_test_passes_in_a_fresh_fork(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_engine=CRASH_AND_HANG)
+    result = pytester.runpytest_subprocess(
+        "--backend=cpu", "--example-timeout=2", "--platform-name=iso", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = {r["check"]: (r["outcome"], r["message"]) for r in _results(pytester).values()}
+    assert outcomes["test_engine.py::test_1_segfaults"] == (
+        "crashed",
+        "crashed: the check's process was killed by SIGSEGV before its first example "
+        "(Fatal Python error: Segmentation fault)",
+    )
+    assert outcomes["test_engine.py::test_2_hangs"] == (
+        "timed out",
+        "timed out: no new example for 2 s (--example-timeout); killed in example 0",
+    )
+    assert outcomes["test_engine.py::test_3_passes_after_them"] == ("passed", None)
+    processes = _processes(pytester)
+    # Three children, each forked from the same warm process, which ran no check itself.
+    assert len({pid for pid, _ in processes.values()}) == 3
+    (warm,) = {parent for _, parent in processes.values()}
+    assert warm not in {pid for pid, _ in processes.values()}
+    result.stdout.fnmatch_lines(
+        [
+            "isolation: 3 child processes for 3 isolated checks "
+            "(restarted after 1 crashed, 1 timed out, 0 failed), forked from a warm process"
+        ]
+    )
+
+
+PASSING_AND_FAILING = """
+import os
+import threading
+import time
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.ptrport
+
+if os.environ.get("START_A_THREAD"):
+    threading.Thread(target=time.sleep, args=(600,), name="engine-loader", daemon=True).start()
+
+
+@pytest.mark.parametrize("dtype", [torch.uint64, torch.int64], ids=["uint64", "int64"])
+def test_a_placed_address_in_a_table(ptrport_device, dtype):
+    src = torch.zeros(64, dtype=torch.uint8)
+    ptrport_device.place(src, at=1 << 63)
+    table = torch.zeros(1, dtype=dtype)
+    table.numpy()[0] = src.data_ptr()
+"""
+
+
+def test_where_a_test_module_starts_a_thread_children_are_spawned_with_the_same_results(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_engine=PASSING_AND_FAILING)
+    run = ("--backend=cpu,cpu-usm", "--platform-name=iso", "-p", "no:cacheprovider")
+    forked = pytester.runpytest_subprocess(*run)
+    forked_results = _outcomes(pytester)
+    (pytester.path / "reports" / "iso.json").unlink()
+    monkeypatch.setenv("START_A_THREAD", "1")
+    spawned = pytester.runpytest_subprocess(*run)
+    assert forked.ret == spawned.ret == pytest.ExitCode.TESTS_FAILED
+    assert _outcomes(pytester) == forked_results
+    assert [outcome for *_, outcome in forked_results] == ["failed", "failed", "passed", "passed"]
+    forked.stdout.fnmatch_lines(["isolation: 2 child processes *, forked from a warm process"])
+    spawned.stdout.fnmatch_lines(
+        [
+            "isolation: 2 child processes for 4 isolated checks (restarted after 0 crashed, "
+            "0 timed out, 2 failed), spawned, not forked: 1 thread (engine-loader) started "
+            "since ptrport's imports (* threads now, * then): a test module or plugin started "
+            "them at import"
+        ]
+    )
+
+
+@pytest.mark.skipif(torch.get_num_threads() < 2, reason="OpenMP runs one thread here: no pool")
+def test_where_openmp_ran_before_the_run_children_are_spawned_and_their_parallel_ops_finish(
+    pytester: pytest.Pytester,
+) -> None:
+    # A conftest runs before ptrport's imports: the threads it leaves are counted as theirs.
+    pytester.makeconftest("import torch\n\ntorch.ones(1 << 20).add_(1)\n")
+    pytester.makepyfile(
+        test_parallel="""
+import pytest
+import torch
+
+
+@pytest.mark.ptrport(backends=["cpu"])
+@pytest.mark.parametrize("n", range(3))
+def test_an_openmp_parallel_op(ptrport_device, n):
+    assert torch.ones(1 << 20).add_(n).sum().item() == (n + 1) * (1 << 20)
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "--backend=cpu", "--example-timeout=20", "--platform-name=iso", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    assert {r["outcome"] for r in _results(pytester).values()} == {"passed"}
+    result.stdout.fnmatch_lines(
+        [
+            "isolation: 1 child process for 3 isolated checks *, spawned, not forked: OpenMP's "
+            "thread pool was started before the fork *"
+        ]
+    )
+
+
+def test_under_xdist_each_worker_forks_its_own_warm_process_and_the_results_are_the_serial_ones(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_engine=PROCESSES.replace('backends=["cpu"]', 'backends=["cpu", "cpu-usm"]')
+        + """
+
+@pytest.mark.parametrize("n", range(4))
+def test_n(ptrport_device, n):
+    assert n != 3 or ptrport_device.name != "cpu-usm"
+"""
+    )
+    run = ("--backend=cpu,cpu-usm", "--platform-name=iso", "-p", "no:cacheprovider")
+    serial = pytester.runpytest_subprocess(*run)
+    serial_results = _outcomes(pytester)
+    (pytester.path / "reports" / "iso.json").unlink()
+    (pytester.path / "processes.txt").unlink()
+    spread = pytester.runpytest_subprocess(*run, "-n", "2")
+    assert serial.ret == spread.ret == pytest.ExitCode.TESTS_FAILED
+    assert _outcomes(pytester) == serial_results
+    assert ("test_engine.py::test_n[3]", "cpu-usm", "failed") in serial_results
+    warm_processes = {parent for _, parent in _processes(pytester).values()}
+    assert len(warm_processes) == 2, "each worker's children come from its own warm process"
+
+
+def test_ctrl_c_ends_the_run_its_warm_process_and_its_child_and_keeps_the_results(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_engine=PROCESSES
+        + """
+
+def test_1_passes(ptrport_device):
+    pass
+
+
+def test_2_waits(ptrport_device):
+    import pathlib
+    import time
+
+    pathlib.Path("waiting").touch()
+    time.sleep(300)
+"""
+    )
+    log = pytester.path / "pytest.log"
+    process = pytester.popen(
+        [sys.executable, "-m", "pytest", "--backend=cpu", "--platform-name=iso"],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (pytester.path / "waiting").exists():
+            assert process.poll() is None, "pytest ended before the waiting test"
+            assert time.monotonic() < deadline, "the waiting test never started"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == pytest.ExitCode.INTERRUPTED
+    report = json.loads((pytester.path / "reports" / "iso.json").read_text())
+    assert report["complete"] is False
+    assert [(r["check"], r["outcome"]) for r in report["results"]] == [
+        ("test_engine.py::test_1_passes", "passed")
+    ]
+    child, warm = _processes(pytester)["test_2_waits[cpu]"]
+    for pid in (child, warm):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

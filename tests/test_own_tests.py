@@ -247,9 +247,12 @@ def test_n(ptrport_device, n):
     assert n != 2 or ptrport_device.name != "cpu-tbi"
 """
         )
-        project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "--no-isolate")
+        serial_run = project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "--no-isolate")
         serial = _outcomes(project)
-        project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "-n", "2")
+        for report in (project.path / "reports").glob("*.json"):
+            report.unlink()  # the next run must write its own
+        spread_run = project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "-n", "2")
+        assert serial_run.ret == spread_run.ret == pytest.ExitCode.TESTS_FAILED
         assert _outcomes(project) == serial
         assert ("test_spread.py::test_n[2]", "cpu-tbi", "failed") in serial
 

@@ -152,7 +152,7 @@ class TritonEngine:
             return "triton is not installed (pip install 'ptrport[triton]')"
         try:
             from ptrport.check import triton_copy  # noqa: F401 (does it import here?)
-            from ptrport.device import triton_cpu
+            from ptrport.device import triton_cpu  # noqa: F401
         except Exception as exc:
             return f"triton failed to import: {exception_message(exc)}"
         if backend.device.type == "cpu":
@@ -160,7 +160,7 @@ class TritonEngine:
         if not backend.addresses_are_device_pointers:
             return f"data_ptr() on {backend.name} is not a device address a kernel can use"
         try:
-            target = triton_cpu.driver_backend()
+            target = backend.triton_driver()
         except Exception as exc:
             return f"triton has no driver here: {exception_message(exc)}"
         expected = {"cuda": ("cuda", "hip"), "xpu": ("xpu",)}.get(backend.device.type, ())

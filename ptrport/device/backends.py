@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from ptrport.device.fork_safety import ask_in_fork
 from ptrport.device.presentation import (
     AS_IS,
     PLACED,
@@ -81,6 +82,23 @@ class Backend:
     def is_available(self) -> bool:
         return self.unavailable_reason is None
 
+    def _ask_device(self) -> Fingerprint:
+        """What only the initialized device can tell: ``device_model`` and what else its
+        fingerprint holds."""
+        return {}
+
+    @cached_property
+    def device_facts(self) -> Fingerprint:
+        """What :meth:`_ask_device` tells, asked once, from a forked child where this process
+        can fork: a device initialized here would keep isolated checks from being forked
+        (:mod:`ptrport.device.fork_safety`). Where asking fails, ``device_error`` says why."""
+        if not self.is_available():
+            return {}
+        try:
+            return ask_in_fork(self._ask_device)
+        except HarnessError as exc:
+            return {"device_error": str(exc)}
+
     @property
     def device(self) -> torch.device:
         return torch.device(self.device_type, 0)
@@ -102,6 +120,19 @@ class Backend:
 
     def device_model(self) -> str | None:
         return None
+
+    def triton_driver(self) -> str:
+        """The device kind Triton's active driver compiles for here (``cuda``, ``hip``,
+        ``xpu``), asked with the device's facts where the backend asks them."""
+        facts = self.device_facts
+        if facts.get("triton_driver") is not None:
+            return str(facts["triton_driver"])
+        error = facts.get("triton_driver_error") or facts.get("device_error")
+        if error is not None:
+            raise HarnessError(error)
+        from ptrport.device.triton_cpu import driver_backend
+
+        return driver_backend()
 
     def fingerprint(self) -> Fingerprint:
         """What identifies this backend's hardware and runtime, as strings."""
@@ -143,6 +174,17 @@ def _triton_launches() -> Callable[[], contextlib.AbstractContextManager[None]] 
     except Exception:  # a broken Triton: its engine says why; checks without it still run
         return None
     return cpu_launches
+
+
+def warm_up() -> None:
+    """Do what a backend's scope does on its first use in a process (import Triton's CPU
+    launches, launch a first kernel), so that a process forked from this one has it done."""
+    if _triton_launches() is None:
+        return
+    from ptrport.device.triton_cpu import first_launch
+
+    with contextlib.suppress(Exception):  # a first launch that fails only leaves it undone
+        first_launch()
 
 
 def _cpu_launches() -> contextlib.AbstractContextManager[None]:
@@ -246,19 +288,25 @@ class CudaBackend(Backend):
             return f"torch {_torch_version()} is a ROCm build; use --backend=rocm"
         if torch.version.cuda is None:
             return f"torch {_torch_version()} has no CUDA support"
-        if not torch.cuda.is_available():
+        if _gpu_count() == 0:
             return f"no CUDA device found (torch {_torch_version()}, CUDA {torch.version.cuda})"
         return None
 
+    def _ask_device(self) -> Fingerprint:
+        major, minor = torch.cuda.get_device_capability(0)
+        return {
+            "device_model": str(torch.cuda.get_device_name(0)),
+            "compute_capability": f"{major}.{minor}",
+            **_triton_driver(),
+        }
+
     def device_model(self) -> str | None:
-        return str(torch.cuda.get_device_name(0)) if self.is_available() else None
+        return self.device_facts.get("device_model")
 
     def fingerprint(self) -> Fingerprint:
         found = super().fingerprint()
         found["cuda_runtime"] = torch.version.cuda
-        if self.is_available():
-            major, minor = torch.cuda.get_device_capability(0)
-            found["compute_capability"] = f"{major}.{minor}"
+        found.update(_fingerprinted(self.device_facts))
         return found
 
 
@@ -269,16 +317,47 @@ class RocmBackend(CudaBackend):
     def _unavailable_reason(self) -> str | None:
         if not torch.version.hip:
             return f"torch {_torch_version()} has no ROCm (HIP) support"
-        if not torch.cuda.is_available():
+        if _gpu_count() == 0:
             return f"no ROCm device found (torch {_torch_version()}, HIP {torch.version.hip})"
         return None
+
+    def _ask_device(self) -> Fingerprint:
+        return {
+            "device_model": str(torch.cuda.get_device_name(0)),
+            "gcn_arch": str(getattr(torch.cuda.get_device_properties(0), "gcnArchName", "")),
+            **_triton_driver(),
+        }
 
     def fingerprint(self) -> Fingerprint:
         found = Backend.fingerprint(self)
         found["hip_runtime"] = torch.version.hip
-        if self.is_available():
-            found["gcn_arch"] = str(getattr(torch.cuda.get_device_properties(0), "gcnArchName", ""))
+        found.update(_fingerprinted(self.device_facts))
         return found
+
+
+def _gpu_count() -> int:
+    """How many CUDA (or ROCm) devices torch sees, asked of NVML (or AMD SMI) where it can, so
+    that the driver is not initialized here (``torch.cuda.is_available()`` initializes it)."""
+    return int(torch.cuda.device_count())
+
+
+def _triton_driver() -> Fingerprint:
+    """The device kind Triton's active driver compiles for, asked where the device may be
+    initialized (Triton asks torch for the current device)."""
+    if importlib.util.find_spec("triton") is None:
+        return {}
+    try:
+        from ptrport.device.triton_cpu import driver_backend
+
+        return {"triton_driver": driver_backend()}
+    except Exception as exc:
+        return {"triton_driver_error": exception_message(exc)}
+
+
+def _fingerprinted(facts: Fingerprint) -> Fingerprint:
+    """The device's facts a fingerprint holds: all but its model (the base class's) and
+    Triton's driver (the Triton engine's)."""
+    return {k: v for k, v in facts.items() if k != "device_model" and not k.startswith("triton")}
 
 
 def ipex_version() -> str | None:
@@ -313,16 +392,22 @@ class XpuBackend(Backend):
             return f"no XPU device found (torch {_torch_version()}, XPU runtime {runtime})"
         return None
 
+    def _ask_device(self) -> Fingerprint:
+        props = torch.xpu.get_device_properties(0)
+        return {
+            "device_model": str(torch.xpu.get_device_name(0)),
+            "driver": str(getattr(props, "driver_version", "")) or None,
+            **_triton_driver(),
+        }
+
     def device_model(self) -> str | None:
-        return str(torch.xpu.get_device_name(0)) if self.is_available() else None
+        return self.device_facts.get("device_model")
 
     def fingerprint(self) -> Fingerprint:
         found = super().fingerprint()
         found["xpu_runtime"] = getattr(torch.version, "xpu", None)
         found["ipex"] = ipex_version()
-        if self.is_available():
-            props = torch.xpu.get_device_properties(0)
-            found["driver"] = str(getattr(props, "driver_version", "")) or None
+        found.update(_fingerprinted(self.device_facts))
         return found
 
 

@@ -178,6 +178,18 @@ def launch(kernel: Any, grid: object, *args: object, **kwargs: object) -> None:
         kernel[grid](*args, **kwargs)
 
 
+@triton.jit
+def _one_store(x):  # type: ignore[no-untyped-def]
+    triton.language.store(x, 1)
+
+
+def first_launch() -> None:
+    """Launch a kernel of one store on a CPU tensor, outside any presentation: what Triton
+    does once in a process on its first launch (it imports most of what it needs then) is done,
+    so that a process forked from this one has it already."""
+    launch(_one_store, (1,), torch.zeros(1, dtype=torch.int32))
+
+
 def driver_backend() -> str:
     """The device kind Triton's active driver compiles for (``cuda``, ``hip``, ``xpu``)."""
     return str(triton.runtime.driver.active.get_current_target().backend)

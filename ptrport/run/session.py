@@ -7,7 +7,8 @@ controller and another on each worker), chosen by the process's :class:`Role`:
 - checks, :class:`~ptrport.run.outcomes.CheckOutcomes` (seed, scope, one result per item): the
   same;
 - isolation's parent side, :class:`~ptrport.run.isolation.IsolatedChecks`: a plain run and an
-  xdist worker; its child side, :class:`~ptrport.run.isolation.ChildSide`: an isolated child;
+  xdist worker; its child side, :class:`~ptrport.run.child_side.ChildSide`: an isolated child
+  (a spawned one registers it here; a forked one, as it is forked);
 - the report, :class:`~ptrport.run.reporting.RunReport` (journal, header, summary): a plain run
   and an xdist controller.
 
@@ -26,8 +27,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from ptrport.run.child_side import ChildSide
 from ptrport.run.collection import ScenarioItems
-from ptrport.run.isolation import ChildSide, IsolatedChecks
+from ptrport.run.isolation import IsolatedChecks
 from ptrport.run.outcomes import CheckOutcomes
 from ptrport.run.reporting import RunReport
 from ptrport.run.settings import RunSettings
@@ -44,7 +46,14 @@ class Session:
     """The report role, where this process keeps the report."""
 
     @classmethod
-    def start(cls, config: pytest.Config, report_dir_default: str | None) -> Session:
+    def start(
+        cls,
+        config: pytest.Config,
+        report_dir_default: str | None,
+        python_threads: frozenset[int],
+    ) -> Session:
+        """The roles of this process; ``python_threads``: the Python threads alive when the run
+        was configured."""
         settings = RunSettings.from_config(config, report_dir_default)
         manager = config.pluginmanager
         role = Role.of(config)
@@ -62,9 +71,10 @@ class Session:
             manager.register(checks, "ptrport-checks")
             if role is Role.CHILD:
                 assert settings.child_channel is not None
-                manager.register(ChildSide(settings.child_channel, checks, config), "ptrport-child")
+                commands, answers = (int(fd) for fd in settings.child_channel.split(","))
+                manager.register(ChildSide(commands, answers, checks, config), "ptrport-child")
             else:
-                isolated = IsolatedChecks(config, settings)
+                isolated = IsolatedChecks(config, settings, checks, python_threads)
                 manager.register(isolated, "ptrport-isolation")
                 if report is not None:
                     report.isolation = isolated.counts
