@@ -160,14 +160,16 @@ def main() -> int:
         (project / "slow_engine").mkdir(parents=True)
         (project / "slow_engine" / "__init__.py").write_text(STAND_IN)
         (project / "test_slow_engine.py").write_text(ENGINE_TESTS)
+        # The scenarios run from the checkout itself: ``python -m pytest`` puts the working
+        # directory first on the path, before PYTHONPATH.
         workloads = {
             "engine": (project, [f"--backend={BACKENDS}", "test_slow_engine.py"]),
             "scenarios": (
-                ROOT,
+                None,
                 ["--backend=cpu", "--subject=examples.batched_copy_buffers:make_subject"],
             ),
         }
-        for name, (cwd, base) in workloads.items():
+        for name, (project_dir, base) in workloads.items():
             if args.only not in (None, name):
                 continue
             print(f"{name}:", flush=True)
@@ -180,7 +182,11 @@ def main() -> int:
                         run = scratch / f"{name}-{label}-{mode}-{attempt}"
                         run.mkdir()
                         elapsed, found = run_once(
-                            cwd, checkout, [*base, *extra], run / "reports", run / "times"
+                            project_dir or checkout,
+                            checkout,
+                            [*base, *extra],
+                            run / "reports",
+                            run / "times",
                         )
                         times.setdefault((label, mode), []).append(elapsed)
                         if outcomes.setdefault((label, mode), found) != found:

@@ -33,24 +33,42 @@ def test_this_platform_forks_and_no_device_is_initialized_here() -> None:
 
 def test_a_python_thread_started_since_the_count_is_named_until_it_ends() -> None:
     # Native threads of this process come and go with other tests: only Python's are counted.
-    since, python_since = fork_safety.os_threads() + 1000, fork_safety.python_threads()
-    assert fork_safety.started_threads(since, python_since) is None
+    since = fork_safety.Threads(fork_safety.Threads.now().native + 1000, frozenset())
+    since = fork_safety.Threads(since.native, fork_safety.python_threads())
+    assert fork_safety.started_threads(since) is None
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait, name="engine-loader")
     thread.start()
     try:
-        reason = fork_safety.started_threads(since, python_since)
+        reason = fork_safety.started_threads(since)
         assert reason is not None
         assert reason.startswith("1 thread (engine-loader) started since ptrport's imports (")
     finally:
         stop.set()
         thread.join()
-    assert fork_safety.started_threads(since, python_since) is None
+    assert fork_safety.started_threads(since) is None
 
 
-def test_more_threads_than_after_the_imports_are_counted_whoever_started_them() -> None:
-    reason = fork_safety.started_threads(fork_safety.os_threads() - 1, frozenset())
+def test_more_native_threads_than_after_the_imports_are_counted_whoever_started_them() -> None:
+    now = fork_safety.Threads.now()
+    reason = fork_safety.started_threads(fork_safety.Threads(now.native - 1, now.python))
     assert reason is not None and " started since ptrport's imports (" in reason
+
+
+@pytest.mark.parametrize("pool", [1, 2, 4])
+def test_openblas_pools_are_not_counted_as_threads_a_fork_cannot_carry(pool: int) -> None:
+    script = (
+        "import numpy\n"
+        "from ptrport.device.fork_safety import Threads, openblas_threads\n"
+        "print(openblas_threads(), Threads.now().native)\n"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(pool)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
+    )
+    servers, native = map(int, done.stdout.split())
+    assert servers == min(pool, os.cpu_count() or 1) - 1  # OpenBLAS runs no more than the CPUs
+    assert native == 1  # the main thread alone
 
 
 @pytest.mark.skipif(torch.get_num_threads() < 2, reason="OpenMP runs one thread here: no pool")

@@ -364,8 +364,8 @@ def test_where_a_test_module_starts_a_thread_children_are_spawned_with_the_same_
         [
             "isolation: 2 child processes for 4 isolated checks (restarted after 0 crashed, "
             "0 timed out, 2 failed), spawned, not forked: 1 thread (engine-loader) started "
-            "since ptrport's imports (* threads now, * then): a test module or plugin started "
-            "them at import"
+            "since ptrport's imports (* threads now, * then, OpenBLAS's pools aside): a test "
+            "module or plugin started them at import"
         ]
     )
 

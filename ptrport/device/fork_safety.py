@@ -11,10 +11,11 @@ must start its children otherwise (``None``: safe).
   unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1``). Torch marks a fork it spoiled in the forked
   process: :func:`spoiled_devices` reads that mark there.
 - **No thread was started since the imports.** A fork keeps only the thread that forked: a
-  lock another thread held stays held, a pool's workers are gone. ``import torch`` leaves a
-  thread of its own (numpy's OpenBLAS pool, which stops and restarts itself across a fork),
-  so threads are counted against their number right after the imports
-  (:func:`started_threads`), and a Python thread started by a test module at import is named.
+  lock another thread held stays held, a pool's workers are gone. So threads are counted
+  against their number right after the imports (:func:`started_threads`), and a Python thread
+  started by a test module at import is named. OpenBLAS's pools are not counted: OpenBLAS
+  stops them before a fork and starts them again on their next use, and an engine's imports
+  load more than one (``import torch`` loads numpy's; vLLM's, OpenCV's too).
 - **ptrport asks the device from a forked child.** What only an initialized device can tell (its
   model, its capability, Triton's driver for it) is asked by :func:`ask_in_fork`, so that the
   run's process stays fork-safe on a GPU machine too.
@@ -27,6 +28,7 @@ must start its children otherwise (``None``: safe).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
@@ -36,12 +38,19 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 
 from ptrport.errors import HarnessError, exception_message
 
 TASKS = "/proc/self/task"
+MAPS = "/proc/self/maps"
+OPENBLAS = "openblas"
+OPENBLAS_PREFIXES = ("openblas_", "scipy_openblas_")
+"""OpenBLAS's API prefixes: its own, and the one of the build numpy and SciPy ship."""
+OPENBLAS_PTHREADS = 1
+"""``openblas_get_parallel()`` of a build whose pool runs pthreads (0: none, 2: OpenMP's)."""
 DEVICE_MODULES = ("cuda", "xpu")
 """The torch modules whose state does not survive a fork (ROCm is torch's ``cuda``)."""
 OPENMP_PROBE_S = 2.0
@@ -59,6 +68,52 @@ def os_threads() -> int:
 def python_threads() -> frozenset[int]:
     """The idents of the Python threads alive now."""
     return frozenset(t.ident for t in threading.enumerate() if t.ident is not None)
+
+
+def openblas_threads() -> int:
+    """How many threads the OpenBLAS pools loaded here may run besides their caller (a pool of
+    ``N`` threads has ``N - 1``), for those that run pthreads: OpenBLAS stops them before a
+    fork and starts them again on their next use, so a fork carries them. numpy and OpenCV each
+    load one."""
+    try:
+        with open(MAPS, encoding="utf-8", errors="replace") as maps:
+            paths = {line.split()[-1] for line in maps if OPENBLAS in line and ".so" in line}
+    except OSError:
+        return 0
+    return sum(_pool_threads(path) for path in sorted(paths))
+
+
+def _pool_threads(path: str) -> int:
+    try:
+        library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)  # loaded already: nothing new runs
+    except OSError:
+        return 0
+    for name in OPENBLAS_PREFIXES:
+        count = getattr(library, f"{name}get_num_threads", None) or getattr(
+            library, f"{name}get_num_threads64_", None
+        )
+        layer = getattr(library, f"{name}get_parallel", None) or getattr(
+            library, f"{name}get_parallel64_", None
+        )
+        if count is not None:
+            pthreads = layer is None or layer() == OPENBLAS_PTHREADS
+            return max(int(count()) - 1, 0) if pthreads else 0
+    return 0
+
+
+@dataclass(frozen=True)
+class Threads:
+    """A process's threads at one moment: its native threads a fork cannot carry (OpenBLAS's
+    pools aside), and its Python threads by ident."""
+
+    native: int
+    python: frozenset[int]
+
+    @classmethod
+    def now(cls, python: frozenset[int] | None = None) -> Threads:
+        """This process's threads now (``python``: its Python threads as of another moment)."""
+        native = os_threads() - openblas_threads()
+        return cls(native, python_threads() if python is None else python)
 
 
 def platform_forks() -> str | None:
@@ -93,20 +148,18 @@ def _device_module_says(name: str, question: str) -> bool:
     return bool(ask()) if callable(ask) else False
 
 
-def started_threads(since: int, python_since: frozenset[int]) -> str | None:
-    """Which threads were started since there were ``since`` (and the Python threads
-    ``python_since``), if any."""
-    named = [
-        t.name for t in threading.enumerate() if t.ident is not None and t.ident not in python_since
-    ]
-    now = os_threads()
-    if now <= since and not named:
+def started_threads(since: Threads) -> str | None:
+    """Which threads were started since ``since``, if any."""
+    now = Threads.now()
+    named = [t.name for t in threading.enumerate() if t.ident not in since.python]
+    if now.native <= since.native and not named:
         return None
-    started = max(now - since, len(named))
+    started = max(now.native - since.native, len(named))
     names = f" ({', '.join(sorted(named))})" if named else ""
     return (
         f"{started} thread{'s' if started != 1 else ''}{names} started since ptrport's imports "
-        f"({now} threads now, {since} then): a test module or plugin started them at import"
+        f"({now.native} threads now, {since.native} then, OpenBLAS's pools aside): a test "
+        "module or plugin started them at import"
     )
 
 

@@ -159,10 +159,9 @@ class IsolatedChecks:
         self._warm: WarmProcess | None = None
         self._directory: tempfile.TemporaryDirectory[str] | None = None
         self._items: list[pytest.Item] | None = None
-        self._threads = fork_safety.os_threads()
-        """This process's threads right after ptrport's imports."""
-        self._python_threads = python_threads
-        """The Python threads alive when the run was configured."""
+        self._threads = fork_safety.Threads.now(python=python_threads)
+        """This process's threads right after ptrport's imports (its Python threads, when the
+        run was configured)."""
         self._unsafe: str | None = None
         """Why children are spawned, not forked, once that is known."""
         os.environ.setdefault(NVML_CHECK, "1")
@@ -235,7 +234,7 @@ class IsolatedChecks:
         self._unsafe = (
             fork_safety.platform_forks()
             or fork_safety.initialized_devices()
-            or fork_safety.started_threads(self._threads, self._python_threads)
+            or fork_safety.started_threads(self._threads)
         )
         if self._unsafe is not None:
             self._start(session)
