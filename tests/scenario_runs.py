@@ -5,6 +5,10 @@ them up."""
 from __future__ import annotations
 
 import contextlib
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,3 +62,33 @@ def copy_scenarios(pytester: pytest.Pytester, *names: str) -> None:
     """The scenario modules ``names`` (``test_batch_copy``...) as they are in ``scenarios/``."""
     for name in names:
         pytester.makepyfile(**{name: (SCENARIOS / f"{name}.py").read_text()})
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt_when_waiting(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
+    """Run ``pytest ARGS`` in a process of its own, send it SIGINT (a terminal's Ctrl-C) once a
+    test of the run has created the file ``waiting``; its exit status and what it printed."""
+    log = pytester.path / "pytest.log"
+    process = pytester.popen(
+        [sys.executable, "-m", "pytest", *args],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        # As a terminal's Ctrl-C reaches it: a run started in the background (``cmd &`` in a
+        # script) ignores SIGINT, and its children would inherit that.
+        preexec_fn=_interruptible,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (pytester.path / "waiting").exists():
+            assert process.poll() is None, "pytest ended before the waiting test"
+            assert time.monotonic() < deadline, "the waiting test never started"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, log.read_text()

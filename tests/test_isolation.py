@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,7 @@ import torch
 
 from ptrport.report.records import Outcome
 from ptrport.run import children
-from tests.scenario_runs import copy_scenarios, use_profile
+from tests.scenario_runs import copy_scenarios, interrupt_when_waiting, use_profile
 
 HERE = Path(__file__).resolve().parent
 
@@ -445,25 +442,8 @@ def test_2_waits(ptrport_device):
     time.sleep(300)
 """
     )
-    log = pytester.path / "pytest.log"
-    process = pytester.popen(
-        [sys.executable, "-m", "pytest", "--backend=cpu", "--platform-name=iso"],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (pytester.path / "waiting").exists():
-            assert process.poll() is None, "pytest ended before the waiting test"
-            assert time.monotonic() < deadline, "the waiting test never started"
-            time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == pytest.ExitCode.INTERRUPTED
+    status, _ = interrupt_when_waiting(pytester, "--backend=cpu", "--platform-name=iso")
+    assert status == pytest.ExitCode.INTERRUPTED
     report = json.loads((pytester.path / "reports" / "iso.json").read_text())
     assert report["complete"] is False
     assert [(r["check"], r["outcome"]) for r in report["results"]] == [

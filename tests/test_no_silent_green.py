@@ -4,16 +4,12 @@ non-zero with a one-line reason, and an interrupted run keeps what it has."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from ptrport.report.platform_report import load_report
-from tests.scenario_runs import use_profile
+from tests.scenario_runs import interrupt_when_waiting, use_profile
 
 ANY_CHECK = """
 def test_any(backend, subject):
@@ -99,10 +95,6 @@ def test_a_health_check_failure_is_an_error_and_never_catches_a_control(
         assert "\n" not in message
 
 
-def _interruptible() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_ctrl_c_keeps_every_finished_result_and_marks_the_report_interrupted(
     pytester: pytest.Pytester,
 ) -> None:
@@ -120,28 +112,9 @@ def test_ctrl_c_keeps_every_finished_result_and_marks_the_report_interrupted(
             time.sleep(300)
         """,
     )
-    log = pytester.path / "pytest.log"
-    process = pytester.popen(
-        [sys.executable, "-m", "pytest", "--backend=cpu", "--platform-name=ctrl-c"],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        # As a terminal's Ctrl-C reaches it: a run started in the background (``cmd &`` in a
-        # script) ignores SIGINT, and its children would inherit that.
-        preexec_fn=_interruptible,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (pytester.path / "waiting").exists():
-            assert process.poll() is None, "pytest ended before the waiting test"
-            assert time.monotonic() < deadline, "the waiting test never started"
-            time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == pytest.ExitCode.INTERRUPTED
-    assert "KeyboardInterrupt" in log.read_text()
+    status, printed = interrupt_when_waiting(pytester, "--backend=cpu", "--platform-name=ctrl-c")
+    assert status == pytest.ExitCode.INTERRUPTED
+    assert "KeyboardInterrupt" in printed
     report = load_report(Path(pytester.path) / "reports" / "ctrl-c.json")
     assert report.complete is False
     assert report.run["status"] == "interrupted"

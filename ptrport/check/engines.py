@@ -152,7 +152,7 @@ class TritonEngine:
             return "triton is not installed (pip install 'ptrport[triton]')"
         try:
             from ptrport.check import triton_copy  # noqa: F401 (does it import here?)
-            from ptrport.device import triton_cpu  # noqa: F401
+            from ptrport.device import triton_cpu  # noqa: F401 (and here?)
         except Exception as exc:
             return f"triton failed to import: {exception_message(exc)}"
         if backend.device.type == "cpu":

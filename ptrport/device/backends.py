@@ -92,7 +92,7 @@ class Backend:
         """What :meth:`_ask_device` tells, asked once, from a forked child where this process
         can fork: a device initialized here would keep isolated checks from being forked
         (:mod:`ptrport.device.fork_safety`). Where asking fails, ``device_error`` says why."""
-        if not self.is_available():
+        if not self.is_available() or type(self)._ask_device is Backend._ask_device:
             return {}
         try:
             return ask_in_fork(self._ask_device)
