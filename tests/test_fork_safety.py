@@ -3,6 +3,7 @@ and the warm process's handling of the children it forks."""
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import subprocess
@@ -148,6 +149,7 @@ def _answer_then(then: str) -> Callable[[ChildPipes], None]:
         said = b'{"command": 1, "count": 2, "example": {"src": "0x8000000000000000"}}\n'
         os.write(pipes.answers, said)
         if then == "segfault":
+            faulthandler.disable()  # this process's own last words would reach the terminal
             os.write(1, b"Fatal Python error: Segmentation fault\n")
             os.kill(os.getpid(), signal.SIGSEGV)
         if then == "hang":

@@ -9,16 +9,15 @@ must start its children otherwise (``None``: safe).
   the process that will be forked must not have initialized one, and must not have asked the
   driver anything that initializes it either (``torch.cuda.is_available()`` calls ``cuInit``
   unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1``). Torch marks a fork it spoiled in the forked
-  process: :func:`spoiled_devices` reads that mark there.
+  process: :func:`spoiled_devices` reads that mark there. What only an initialized device can
+  tell (its model, its capability, Triton's driver for it) ptrport asks from a forked child
+  (:func:`ask_in_fork`), so that the run's process stays fork-safe on a GPU machine too.
 - **No thread was started since the imports.** A fork keeps only the thread that forked: a
   lock another thread held stays held, a pool's workers are gone. So threads are counted
   against their number right after the imports (:func:`started_threads`), and a Python thread
   started by a test module at import is named. OpenBLAS's pools are not counted: OpenBLAS
   stops them before a fork and starts them again on their next use, and an engine's imports
   load more than one (``import torch`` loads numpy's; vLLM's, OpenCV's too).
-- **ptrport asks the device from a forked child.** What only an initialized device can tell (its
-  model, its capability, Triton's driver for it) is asked by :func:`ask_in_fork`, so that the
-  run's process stays fork-safe on a GPU machine too.
 - **OpenMP's pool is not started.** After one OpenMP-parallel torch op, GNU OpenMP keeps a team
   of threads that a forked child still believes in: its first parallel op waits for them
   forever (setting the child's thread count to 1 avoids it; to the same count does not). The
