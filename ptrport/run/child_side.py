@@ -125,13 +125,13 @@ def _output_to(output: int, config: pytest.Config) -> IO[str]:
     capturing = capture is not None and capture.is_globally_capturing()
     if capturing:
         capture.stop_global_capturing()
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
     os.dup2(output, 1)
     os.dup2(output, 2)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # what they held, the run's process printed: into the file, if anything
     last_words = os.fdopen(output, "w")
     faulthandler.enable(file=last_words)
     if capturing:
