@@ -68,9 +68,11 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def interrupt_when_waiting(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
-    """Run ``pytest ARGS`` in a process of its own, send it SIGINT (a terminal's Ctrl-C) once a
-    test of the run has created the file ``waiting``; its exit status and what it printed."""
+def signal_when_started(
+    pytester: pytest.Pytester, touched: str, sent: signal.Signals, *args: str
+) -> tuple[int, str]:
+    """Run ``pytest ARGS`` in a process of its own and send it ``sent`` once a test of the run
+    has created the file ``touched``; its exit status and what it printed."""
     log = pytester.path / "pytest.log"
     process = pytester.popen(
         [sys.executable, "-m", "pytest", *args],
@@ -82,11 +84,11 @@ def interrupt_when_waiting(pytester: pytest.Pytester, *args: str) -> tuple[int, 
     )
     try:
         deadline = time.monotonic() + 120
-        while not (pytester.path / "waiting").exists():
-            assert process.poll() is None, "pytest ended before the waiting test"
-            assert time.monotonic() < deadline, "the waiting test never started"
+        while not (pytester.path / touched).exists():
+            assert process.poll() is None, f"pytest ended before a test made {touched}"
+            assert time.monotonic() < deadline, f"no test made {touched}"
             time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(sent)
         process.wait(timeout=60)
     finally:
         if process.poll() is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import torch
 
 from ptrport.report.records import Outcome
 from ptrport.run import children
-from tests.scenario_runs import copy_scenarios, interrupt_when_waiting, use_profile
+from tests.scenario_runs import copy_scenarios, signal_when_started, use_profile
 
 HERE = Path(__file__).resolve().parent
 
@@ -442,7 +443,9 @@ def test_2_waits(ptrport_device):
     time.sleep(300)
 """
     )
-    status, _ = interrupt_when_waiting(pytester, "--backend=cpu", "--platform-name=iso")
+    status, _ = signal_when_started(
+        pytester, "waiting", signal.SIGINT, "--backend=cpu", "--platform-name=iso"
+    )
     assert status == pytest.ExitCode.INTERRUPTED
     report = json.loads((pytester.path / "reports" / "iso.json").read_text())
     assert report["complete"] is False

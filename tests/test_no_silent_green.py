@@ -4,12 +4,13 @@ non-zero with a one-line reason, and an interrupted run keeps what it has."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
 from ptrport.report.platform_report import load_report
-from tests.scenario_runs import interrupt_when_waiting, use_profile
+from tests.scenario_runs import signal_when_started, use_profile
 
 ANY_CHECK = """
 def test_any(backend, subject):
@@ -112,7 +113,9 @@ def test_ctrl_c_keeps_every_finished_result_and_marks_the_report_interrupted(
             time.sleep(300)
         """,
     )
-    status, printed = interrupt_when_waiting(pytester, "--backend=cpu", "--platform-name=ctrl-c")
+    status, printed = signal_when_started(
+        pytester, "waiting", signal.SIGINT, "--backend=cpu", "--platform-name=ctrl-c"
+    )
     assert status == pytest.ExitCode.INTERRUPTED
     assert "KeyboardInterrupt" in printed
     report = load_report(Path(pytester.path) / "reports" / "ctrl-c.json")

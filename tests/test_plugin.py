@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import textwrap
-import time
 from typing import Any
 
 import pytest
 
 from ptrport.report.platform_report import load_report
-from tests.scenario_runs import copy_scenarios, use_profile
+from tests.scenario_runs import copy_scenarios, signal_when_started, use_profile
 
 TWIN_BACKEND = """
 from ptrport.device.backends import CpuBackend
@@ -305,21 +302,10 @@ class TestReport:
                 time.sleep(300)
             """
         )
-        process = pytester.popen(
-            [sys.executable, "-m", "pytest", "--backend=cpu", "--platform-name=killed"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        status, _ = signal_when_started(
+            pytester, "hanging", signal.SIGKILL, "--backend=cpu", "--platform-name=killed"
         )
-        try:
-            deadline = time.monotonic() + 120
-            while not (pytester.path / "hanging").exists():
-                assert process.poll() is None, "pytest ended before the hanging test"
-                assert time.monotonic() < deadline, "the hanging test never started"
-                time.sleep(0.1)
-            process.send_signal(signal.SIGKILL)
-        finally:
-            process.wait(timeout=60)
-        assert process.returncode == -signal.SIGKILL
+        assert status == -signal.SIGKILL
         report = load_report(pytester.path / "reports" / "killed.json")
         assert report.complete is False
         assert report.run["status"] == "running"

@@ -29,7 +29,14 @@ import pytest
 from ptrport.check import examples
 from ptrport.report.records import Outcome, describe_example
 from ptrport.run.children import item_key
-from ptrport.run.names import RESULT_ATTRIBUTE
+from ptrport.run.names import (
+    RESULT_ATTRIBUTE,
+    ROLE_CHECKS,
+    ROLE_CHILD,
+    ROLE_COLLECTION,
+    ROLE_ISOLATION,
+    ROLE_REPORT,
+)
 
 if TYPE_CHECKING:
     from ptrport.run.outcomes import CheckOutcomes
@@ -37,7 +44,7 @@ if TYPE_CHECKING:
 
 FRESH_CHILD_AFTER = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.XPASSED})
 """Outcomes after which the child ends, so that what the check did to it cannot leak on."""
-PARENT_ROLES = ("ptrport-report", "ptrport-isolation")
+PARENT_ROLES = (ROLE_REPORT, ROLE_ISOLATION)
 """The run's roles that belong to the parent alone."""
 REPORT_HOOKS = (
     "pytest_runtest_logstart",
@@ -111,7 +118,7 @@ def serve_forked_child(session: pytest.Session, checks: CheckOutcomes, pipes: Ch
     output = _output_to(pipes.output, config)
     _leave_reporting_to_the_parent(config)
     side = ChildSide(pipes.commands, pipes.answers, checks, config)
-    config.pluginmanager.register(side, "ptrport-child")
+    config.pluginmanager.register(side, ROLE_CHILD)
     try:
         side.serve(session)
     finally:
@@ -143,7 +150,7 @@ def _output_to(output: int, config: pytest.Config) -> IO[str]:
 def _leave_reporting_to_the_parent(config: pytest.Config) -> None:
     """Unregister the parent's roles, and the plugins of other packages that take reports."""
     manager = config.pluginmanager
-    keep = [manager.get_plugin("ptrport-checks"), manager.get_plugin("ptrport-collection")]
+    keep = [manager.get_plugin(ROLE_CHECKS), manager.get_plugin(ROLE_COLLECTION)]
     leaving = [manager.get_plugin(name) for name in PARENT_ROLES]
     for hook in REPORT_HOOKS:
         for implementation in getattr(config.hook, hook).get_hookimpls():

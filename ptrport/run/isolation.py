@@ -243,7 +243,7 @@ class IsolatedChecks:
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """As the checks are about to run, fork the warm process (which serves from here and
         never returns); the run goes on as pytest runs it."""
-        if self._unsafe is not None or self._child is not None or self._warm is not None:
+        if self._unsafe is not None or self._warm is not None:  # spawning, or forked already
             return
         if self.config.option.collectonly or not self._isolated(session):
             return

@@ -30,6 +30,13 @@ import pytest
 from ptrport.run.child_side import ChildSide
 from ptrport.run.collection import ScenarioItems
 from ptrport.run.isolation import IsolatedChecks
+from ptrport.run.names import (
+    ROLE_CHECKS,
+    ROLE_CHILD,
+    ROLE_COLLECTION,
+    ROLE_ISOLATION,
+    ROLE_REPORT,
+)
 from ptrport.run.outcomes import CheckOutcomes
 from ptrport.run.reporting import RunReport
 from ptrport.run.settings import RunSettings
@@ -62,20 +69,20 @@ class Session:
             report = RunReport(config, settings)
             if not config.option.collectonly:
                 report.check_writable()
-            manager.register(report, "ptrport-report")
+            manager.register(report, ROLE_REPORT)
         collection = None
         if role.collects:
             collection = ScenarioItems(config, settings, report.expect if report else None)
-            manager.register(collection, "ptrport-collection")
+            manager.register(collection, ROLE_COLLECTION)
             checks = CheckOutcomes(config, settings)
-            manager.register(checks, "ptrport-checks")
+            manager.register(checks, ROLE_CHECKS)
             if role is Role.CHILD:
                 assert settings.child_channel is not None
                 commands, answers = (int(fd) for fd in settings.child_channel.split(","))
-                manager.register(ChildSide(commands, answers, checks, config), "ptrport-child")
+                manager.register(ChildSide(commands, answers, checks, config), ROLE_CHILD)
             else:
                 isolated = IsolatedChecks(config, settings, checks, python_threads)
-                manager.register(isolated, "ptrport-isolation")
+                manager.register(isolated, ROLE_ISOLATION)
                 if report is not None:
                     report.isolation = isolated.counts
         return cls(settings, collection, report)
