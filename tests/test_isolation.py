@@ -368,6 +368,40 @@ def test_where_a_test_module_starts_a_thread_children_are_spawned_with_the_same_
     )
 
 
+LOGS_AT_IMPORT = """
+import logging
+
+import pytest
+
+# A library's logger: its handler takes sys.stderr as it is at import, pytest's capture.
+log = logging.getLogger("engine")
+log.addHandler(logging.StreamHandler())
+log.setLevel(logging.INFO)
+
+
+@pytest.mark.ptrport
+def test_logs_and_fails(ptrport_device):
+    log.info("copying block 7 on %s", ptrport_device.name)
+    assert False
+"""
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["isolated", "in-process"])
+def test_a_handler_bound_to_the_capture_at_import_logs_into_the_checks_capture(
+    pytester: pytest.Pytester, isolate: bool
+) -> None:
+    """A forked child starts the capture again: a handler that a module bound to the old
+    capture's stream writes to the new one, not into a closed file."""
+    pytester.makepyfile(test_engine=LOGS_AT_IMPORT)
+    isolation = () if isolate else ("--no-isolate",)
+    result = pytester.runpytest_subprocess("--backend=cpu", "-p", "no:cacheprovider", *isolation)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*- Captured stderr call -*", "copying block 7 on cpu", "*1 failed*"]
+    )
+    assert "Logging error" not in result.stdout.str() + result.stderr.str()
+
+
 @pytest.mark.skipif(torch.get_num_threads() < 2, reason="OpenMP runs one thread here: no pool")
 def test_where_openmp_ran_before_the_run_children_are_spawned_and_their_parallel_ops_finish(
     pytester: pytest.Pytester,

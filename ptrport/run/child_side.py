@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import logging
 import os
 import sys
 from types import ModuleType
@@ -131,6 +132,8 @@ def _output_to(output: int, config: pytest.Config) -> IO[str]:
     capture = config.pluginmanager.getplugin("capturemanager")
     capturing = capture is not None and capture.is_globally_capturing()
     if capturing:
+        capture.resume_global_capture()
+        captured_by = (sys.stdout, sys.stderr)  # the streams a capturing sys has
         capture.stop_global_capturing()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -143,8 +146,24 @@ def _output_to(output: int, config: pytest.Config) -> IO[str]:
     faulthandler.enable(file=last_words)
     if capturing:
         capture.start_global_capturing()
+        capture.resume_global_capture()
+        _follow_capture(list(zip(captured_by, (sys.stdout, sys.stderr), strict=True)))
         capture.suspend_global_capture()
     return last_words
+
+
+def _follow_capture(moved: list[tuple[IO[str], IO[str]]]) -> None:
+    """Logging handlers that a module bound to the capture's streams at import (a library's
+    ``StreamHandler()`` takes ``sys.stderr`` as it is then) write to the new capture's: the
+    old ones are closed, and each record would print a logging error instead."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            if not isinstance(handler, logging.StreamHandler):
+                continue
+            for old, new in moved:
+                if handler.stream is old:
+                    handler.stream = new  # not setStream: that flushes the closed one
 
 
 def _leave_reporting_to_the_parent(config: pytest.Config) -> None:
