@@ -185,6 +185,18 @@ class TestDeviceMemory:
         with pytest.raises(DeviceFault, match=r"0xffff800000001000.*\(and 3 more lanes\)"):
             memory.real(lanes, 1, "load")
 
+    def test_it_keeps_the_last_three_storages_handed_out_the_newest_last(self) -> None:
+        tensors = [torch.zeros(64, dtype=torch.uint8) for _ in range(5)]
+        placed = torch.zeros(64, dtype=torch.uint8)
+        with presenting(USM) as memory:
+            memory.place(placed, at=1 << 63)
+            addresses = [t.data_ptr() for t in tensors]
+            assert placed.data_ptr() == 1 << 63
+            assert memory.presented_last() == addresses[2:]
+            # Asked again, a storage is the newest; a view of it is the same storage.
+            assert tensors[2][8:].data_ptr() == addresses[2] + 8
+            assert memory.presented_last() == [addresses[3], addresses[4], addresses[2]]
+
     def test_storage_handed_out_stays_alive_until_the_scope_ends(self) -> None:
         with presenting(USM) as memory:
             tensor = torch.full((32,), 7, dtype=torch.uint8)

@@ -133,6 +133,10 @@ class _Range:
         return self.presented - (self.real - self.storage_real)
 
 
+RECENT = 3
+"""How many of the storages handed out last :meth:`DeviceMemory.presented_last` keeps."""
+
+
 class DeviceMemory:
     """The storages whose addresses were handed out in one scope: an interval map from the
     presented address space to real memory. A storage appears where the presentation puts it,
@@ -148,6 +152,9 @@ class DeviceMemory:
         its neighbours'."""
         self._by_start: dict[int, _Range] = {}
         self._table: tuple[list[_Range], np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._recent: dict[int, None] = {}
+        """Where the storages handed out last are presented (up to :data:`RECENT`), the
+        newest last: what a failure that names no address was most likely about."""
 
     def hand_out(self, storage: torch.UntypedStorage, start: int) -> int:
         """Record ``storage`` (whose real first byte is ``start``) as device memory; return the
@@ -158,7 +165,7 @@ class DeviceMemory:
             if known.placed and self._still_there(known):
                 return known.storage_presented
             if not known.placed and known.nbytes == nbytes:
-                return known.presented
+                return self._recently(known.presented)
             if start in self._by_storage:
                 self._remove(known)
         presented = self.presentation.present(start)
@@ -169,7 +176,20 @@ class DeviceMemory:
                 f"the placement at {_span(clash)}: place it elsewhere"
             )
         self._add(_Range(presented, start, nbytes, storage, start, placed=False))
+        return self._recently(presented)
+
+    def _recently(self, presented: int) -> int:
+        recent = self._recent
+        recent.pop(presented, None)
+        recent[presented] = None
+        if len(recent) > RECENT:
+            del recent[next(iter(recent))]
         return presented
+
+    def presented_last(self) -> list[int]:
+        """Where the storages whose addresses were handed out last are presented, the newest
+        last (placed ones aside: :meth:`placements` has them)."""
+        return list(self._recent)
 
     def place(
         self,

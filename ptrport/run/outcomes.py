@@ -122,7 +122,7 @@ class CheckOutcomes:
         pending.duration_s += report.duration
         outcome, message = classify(report, call, info)
         if info.own and outcome == Outcome.FAILED and message is not None:
-            message += _placed_here()
+            message += _addresses_here(message)
         first = outcome is not None and pending.outcome is None
         if first or (outcome == Outcome.ERROR and pending.outcome == Outcome.PASSED):
             pending.outcome, pending.message = outcome, message
@@ -147,12 +147,23 @@ class CheckOutcomes:
         setattr(report, RESULT_ATTRIBUTE, result.to_record())
 
 
-def _placed_here() -> str:
-    """Where the failed test placed memory, for its message: ``(placed at 0x8000...)``. An
-    overflow says nothing of the address that caused it."""
+def _addresses_here(message: str) -> str:
+    """The addresses a failed test was most likely about, for its message (an overflow names
+    none): where it placed memory, ``(placed at 0x8000...)``, and on an upper-half backend
+    where the storages whose ``data_ptr()`` it took last are presented, the newest last,
+    ``(last presented at 0xffff8000...)``, those the message names already aside."""
     memory = presentation.active()
-    placed = memory.placements() if memory is not None else []
-    return f" (placed at {', '.join(to_hex(a) for a in placed)})" if placed else ""
+    if memory is None:
+        return ""
+    named = []
+    placed = memory.placements()
+    if placed:
+        named.append(f"placed at {', '.join(to_hex(a) for a in placed)}")
+    if memory.presentation.upper_half:
+        last = [to_hex(a) for a in memory.presented_last() if to_hex(a) not in message]
+        if last:
+            named.append(f"last presented at {', '.join(last)}")
+    return f" ({'; '.join(named)})" if named else ""
 
 
 def classify(
