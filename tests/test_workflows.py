@@ -331,6 +331,19 @@ def test_nightly_report_job_scripts_keep_the_status_for_the_last_step(
 # The CI workflow.
 
 
+def test_nightly_runs_the_real_engines_and_uploads_their_rows_whatever_happened(
+    nightly: dict[str, Any],
+) -> None:
+    job = nightly["jobs"]["engines"]
+    command = "python benchmarks/real_engine_runs.py --require --json real-engine-runs.json"
+    run = running(job, command)
+    upload = one_step_using(job, "actions/upload-artifact")
+    assert always(upload) and upload["with"]["path"] == "real-engine-runs.json"
+    assert job["steps"].index(run) < job["steps"].index(upload)
+    # On GitHub's runners `torch==X` would be a CUDA build of gigabytes per base.
+    assert job["env"]["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+
+
 def test_ci_runs_on_pull_requests_and_pushes_to_main(ci: dict[str, Any]) -> None:
     assert "pull_request" in ci["on"]
     assert ci["on"]["push"]["branches"] == ["main"]

@@ -1,0 +1,715 @@
+"""ptrport at run time on real inference engines: the engines' own code paths, each in the
+release that ships it fixed and in a release that had the bug, run as marked tests on the four
+CPU backends, and every outcome compared with an expectations table.
+
+    python benchmarks/real_engine_runs.py [--json FILE] [--require] [--engine NAME[,NAME]]
+                                          [--cache DIR] [--corpus DIR]
+
+The corpus (``benchmarks/real_engine_runs/``) holds:
+
+- ``engines.toml``: the pinned releases and how each installs here (below);
+- ``<engine>/test_*.py``: marked tests (``pytest.mark.ptrport``) that drive the engine's own
+  buffers and kernels, with ``ptrport_device.place()`` where the engine's own unit tests fake a
+  high address;
+- ``<engine>/expectations.csv``: header ``version,test,backend,expected,path,reason``, one row
+  per test of a release (``test`` is the node id inside the engine's folder; ``backend`` is one
+  of the four CPU backends, or ``*`` for all four, a row naming one backend overriding ``*``).
+  Only the tests listed for a release run against it. ``path`` names the code path, the same for
+  every release of it; ``reason`` cites the engine's issue or PR.
+
+Each release gets a virtualenv under the cache (``~/.cache/ptrport/engine-venvs/`` unless
+``--cache`` or ``PTRPORT_ENGINE_VENVS`` says otherwise), built once and reused while its recipe
+is unchanged. A release's virtualenv sits over a *base*: a shared virtualenv with the heavy
+packages (torch, Triton, the engine's requirements), reached through a ``.pth`` file, so that a
+torch build of several GB lies once on disk for all releases that can run on it. A release then
+installs either its own requirements from its wheel's metadata, less the ones its recipe leaves
+out (``deps = "requirements"``), or nothing of them (``deps = "none"``), plus the recipe's
+``add`` list; then the release itself ``--no-deps``; then ptrport, non-editable, from this
+checkout, fresh on every run.
+
+The script prints one line per test and release with the outcome on each backend (``!`` marks
+an unexpected one), the time per check and per release, and the cache's size; ``--json FILE``
+writes one row per test, release and backend: ``engine``, ``version``, ``test``, ``backend``,
+``seconds``, ``reason``, ``path``, ``expected``, ``outcome`` (ptrport's words: ``passed``,
+``failed``, ``crashed``, ``timed out``, ``error``, ``skipped``) and ``message``.
+
+Exit status: 0 when every outcome is the expected one; a release that cannot be installed here
+prints ``skipped: <reason>``, and its rows are ``skipped``, which is exit 0 too unless
+``--require`` is given; 1 for an unexpected outcome (or a skip under ``--require``); 2 for a
+malformed corpus (one line naming the file and row) or bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import zipfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(__file__).resolve().parent / "real_engine_runs"
+CACHE = Path(os.environ.get("PTRPORT_ENGINE_VENVS", "~/.cache/ptrport/engine-venvs"))
+BACKENDS = ("cpu", "cpu-usm", "cpu-tbi", "cpu-placed")
+OUTCOMES = ("passed", "failed", "crashed", "timed out", "error", "skipped")
+COLUMNS = ("version", "test", "backend", "expected", "path", "reason")
+DEPS = ("requirements", "none")
+RUN_TIMEOUT_S = 3600
+"""The longest one release's tests may take, all backends together."""
+
+
+class CorpusError(ValueError):
+    """A malformed ``engines.toml`` or expectations file; the message names the file and row."""
+
+
+class CannotInstall(RuntimeError):
+    """A release, or its base, that cannot be installed or imported here."""
+
+
+@dataclass(frozen=True)
+class Base:
+    """A shared virtualenv: ``packages`` installed as given, or the requirements of
+    ``requirements_of`` (``NAME==VERSION``, read from its wheel) less ``leave_out``."""
+
+    name: str
+    packages: tuple[str, ...] = ()
+    requirements_of: str = ""
+    leave_out: tuple[str, ...] = ()
+
+    def recipe(self) -> dict[str, object]:
+        return {
+            "packages": list(self.packages),
+            "requirements_of": self.requirements_of,
+            "leave_out": list(self.leave_out),
+        }
+
+
+@dataclass(frozen=True)
+class Release:
+    """One pinned engine release and how it installs over its base."""
+
+    engine: str
+    version: str
+    base: Base
+    deps: str
+    leave_out: tuple[str, ...] = ()
+    add: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.engine}-{self.version}"
+
+    def recipe(self) -> dict[str, object]:
+        return {
+            "base": self.base.name,
+            "base_recipe": self.base.recipe(),
+            "deps": self.deps,
+            "leave_out": list(self.leave_out),
+            "add": list(self.add),
+        }
+
+    def installed_as(self) -> str:
+        """How this release was installed, in a few words, for the table and the JSON."""
+        how = (
+            "its requirements" + (f" less {', '.join(self.leave_out)}" if self.leave_out else "")
+            if self.deps == "requirements"
+            else "--no-deps"
+        )
+        plus = f" plus {', '.join(self.add)}" if self.add else ""
+        return f"{how}{plus}, over {self.base.name}"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    engine: str
+    version: str
+    test: str
+    backend: str
+    expected: str
+    path: str
+    reason: str
+
+
+@dataclass
+class Row:
+    """One outcome: what the JSON holds."""
+
+    engine: str
+    version: str
+    test: str
+    backend: str
+    seconds: float
+    reason: str
+    path: str
+    expected: str
+    outcome: str
+    message: str = ""
+
+    @property
+    def unexpected(self) -> bool:
+        return self.outcome != self.expected
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "engine": self.engine,
+            "version": self.version,
+            "test": self.test,
+            "backend": self.backend,
+            "seconds": round(self.seconds, 3),
+            "reason": self.reason,
+            "path": self.path,
+            "expected": self.expected,
+            "outcome": self.outcome,
+            "message": self.message,
+        }
+
+
+@dataclass
+class ReleaseRun:
+    """What happened to one release: its rows, and where the time went."""
+
+    release: Release
+    rows: list[Row] = field(default_factory=list)
+    skipped: str = ""
+    install_s: float = 0.0
+    cached: bool = False
+    run_s: float = 0.0
+
+
+# --- the corpus --------------------------------------------------------------------------------
+
+
+def _strings(value: object, where: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise CorpusError(f"{where}: {key} must be a list of non-empty strings")
+    return tuple(value)
+
+
+def parse_engines(text: str, source: str) -> list[Release]:
+    """The releases of ``engines.toml``; :class:`CorpusError` names ``source`` and the entry."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CorpusError(f"{source}: {exc}") from None
+    unknown = set(data) - {"bases", "releases"}
+    if unknown:
+        raise CorpusError(f"{source}: unknown table {sorted(unknown)[0]!r} (bases, releases)")
+    bases: dict[str, Base] = {}
+    for name, spec in data.get("bases", {}).items():
+        where = f"{source}: bases.{name}"
+        if not isinstance(spec, dict) or set(spec) - {"packages", "requirements_of", "leave_out"}:
+            raise CorpusError(f"{where}: keys are packages, requirements_of, leave_out")
+        packages = _strings(spec.get("packages", []), where, "packages")
+        requirements_of = spec.get("requirements_of", "")
+        if not isinstance(requirements_of, str) or (
+            requirements_of and "==" not in requirements_of
+        ):
+            raise CorpusError(f"{where}: requirements_of must be NAME==VERSION")
+        if not packages and not requirements_of:
+            raise CorpusError(f"{where}: give packages or requirements_of")
+        leave_out = _strings(spec.get("leave_out", []), where, "leave_out")
+        bases[name] = Base(name, packages, requirements_of, leave_out)
+    releases: list[Release] = []
+    seen: set[str] = set()
+    keys = {"engine", "version", "base", "deps", "leave_out", "add", "imports", "env", "note"}
+    for number, spec in enumerate(data.get("releases", []), start=1):
+        where = f"{source}: releases[{number}]"
+        if not isinstance(spec, dict) or set(spec) - keys:
+            raise CorpusError(f"{where}: keys are {', '.join(sorted(keys))}")
+        engine, version = spec.get("engine"), spec.get("version")
+        if not isinstance(engine, str) or not isinstance(version, str) or not engine or not version:
+            raise CorpusError(f"{where}: engine and version are required strings")
+        base = spec.get("base")
+        if base not in bases:
+            raise CorpusError(f"{where}: base {base!r} is not one of {sorted(bases)}")
+        deps = spec.get("deps", "requirements")
+        if deps not in DEPS:
+            raise CorpusError(f"{where}: deps must be one of {', '.join(DEPS)}, not {deps!r}")
+        env = spec.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise CorpusError(f"{where}: env must be a table of strings")
+        release = Release(
+            engine,
+            version,
+            bases[base],
+            deps,
+            _strings(spec.get("leave_out", []), where, "leave_out"),
+            _strings(spec.get("add", []), where, "add"),
+            _strings(spec.get("imports", []), where, "imports"),
+            tuple(sorted(env.items())),
+            str(spec.get("note", "")),
+        )
+        if release.name in seen:
+            raise CorpusError(f"{where}: a second entry for {engine} {version}")
+        seen.add(release.name)
+        releases.append(release)
+    return releases
+
+
+def parse_expectations(
+    text: str, source: str, engine: str, versions: Iterable[str]
+) -> list[Expectation]:
+    """The rows of one engine's expectations file, ``*`` expanded to the four backends, a row
+    naming one backend overriding ``*``; :class:`CorpusError` names ``source`` and the row (the
+    header is row 1)."""
+    pinned = set(versions)
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None or tuple(cell.strip() for cell in header) != COLUMNS:
+        raise CorpusError(f"{source}:1: the header must be {','.join(COLUMNS)}")
+    general: dict[tuple[str, str, str], Expectation] = {}
+    specific: dict[tuple[str, str, str], Expectation] = {}
+    for number, cells in enumerate(reader, start=2):
+        if not cells or all(not cell.strip() for cell in cells):
+            continue
+        where = f"{source}:{number}"
+        if len(cells) != len(COLUMNS):
+            raise CorpusError(f"{where}: {len(cells)} columns, expected {len(COLUMNS)}")
+        version, test, backend, expected, path, reason = (cell.strip() for cell in cells)
+        if version not in pinned:
+            raise CorpusError(
+                f"{where}: {engine} {version} is not pinned in engines.toml ({sorted(pinned)})"
+            )
+        if "::" not in test or test.startswith("/"):
+            raise CorpusError(f"{where}: test {test!r} is not a node id (FILE::TEST[PARAMS])")
+        if backend != "*" and backend not in BACKENDS:
+            raise CorpusError(f"{where}: backend {backend!r} is not * or one of {BACKENDS}")
+        if expected not in OUTCOMES:
+            raise CorpusError(f"{where}: expected {expected!r} is not one of {OUTCOMES}")
+        if not path or not reason:
+            raise CorpusError(f"{where}: the path and the reason must not be empty")
+        table = general if backend == "*" else specific
+        for name in BACKENDS if backend == "*" else (backend,):
+            key = (version, test, name)
+            if key in table:
+                raise CorpusError(f"{where}: a second row for {test} on {name} in {version}")
+            table[key] = Expectation(engine, version, test, name, expected, path, reason)
+    merged = {**general, **specific}
+    paths: dict[tuple[str, str], set[str]] = {}
+    for e in merged.values():
+        paths.setdefault((e.version, e.test), set()).add(e.path)
+    for (version, test), named in paths.items():
+        if len(named) > 1:
+            raise CorpusError(f"{source}: {test} in {version} has two paths: {sorted(named)}")
+    return sorted(merged.values(), key=lambda e: (e.version, e.test, BACKENDS.index(e.backend)))
+
+
+def load_corpus(corpus: Path) -> tuple[list[Release], list[Expectation]]:
+    source = corpus / "engines.toml"
+    try:
+        releases = parse_engines(source.read_text(), str(source))
+    except OSError as exc:
+        raise CorpusError(f"{source}: {exc.strerror}") from None
+    expectations: list[Expectation] = []
+    for engine in sorted({release.engine for release in releases}):
+        table = corpus / engine / "expectations.csv"
+        versions = [release.version for release in releases if release.engine == engine]
+        try:
+            text = table.read_text()
+        except OSError as exc:
+            raise CorpusError(f"{table}: {exc.strerror}") from None
+        rows = parse_expectations(text, str(table), engine, versions)
+        for name in sorted({e.test.split("::", 1)[0] for e in rows}):
+            if not (corpus / engine / name).is_file():
+                raise CorpusError(f"{table}: no test file {engine}/{name}")
+        expectations += rows
+    return releases, expectations
+
+
+# --- virtualenvs -------------------------------------------------------------------------------
+
+
+def _run(command: Sequence[str | Path], what: str, **kwargs: object) -> str:
+    """Runs an install step; :class:`CannotInstall` with ``what`` and the error's last line."""
+    done = subprocess.run(
+        [str(part) for part in command],
+        capture_output=True,
+        text=True,
+        check=False,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    if done.returncode != 0:
+        lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+        errors = [line for line in lines if "error" in line.lower()]
+        raise CannotInstall(f"{what}: {(errors or lines or ['no output'])[-1].strip()}")
+    return done.stdout
+
+
+def _python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def _site_packages(venv: Path) -> Path:
+    found = sorted((venv / "lib").glob("python3*/site-packages"))
+    if not found:
+        raise CannotInstall(f"{venv}: no site-packages")
+    return found[0]
+
+
+def _normalized(requirement: str) -> str:
+    name = requirement
+    for stop in "<>=!~;[ (":
+        name = name.split(stop, 1)[0]
+    return name.strip().lower().replace("_", "-").replace(".", "-")
+
+
+def wheel_requirements(wheel: Path) -> list[str]:
+    """The wheel's ``Requires-Dist`` entries that are not behind an extra (pip evaluates the
+    other markers)."""
+    with zipfile.ZipFile(wheel) as archive:
+        meta = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        text = archive.read(meta).decode()
+    return [
+        line.split(":", 1)[1].strip()
+        for line in text.splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    ]
+
+
+def _download(spec: str, downloads: Path) -> Path:
+    """The wheel of ``spec`` (``NAME==VERSION``), kept under ``downloads`` (pip finds it there
+    the next time and does not fetch it again)."""
+    into = downloads / spec.replace("==", "-")
+    into.mkdir(parents=True, exist_ok=True)
+    _run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", spec, "-d", into],
+        f"pip download {spec}",
+    )
+    wheels = sorted(into.glob("*.whl"))
+    if not wheels:
+        raise CannotInstall(f"pip download {spec}: no wheel (only a source distribution?)")
+    return wheels[0]
+
+
+def _requirements_file(requirements: Iterable[str], leave_out: Iterable[str], into: Path) -> Path:
+    """The requirements less those named in ``leave_out``; an entry of ``leave_out`` that the
+    requirements do not name is an error (the recipe has gone stale)."""
+    requirements = list(requirements)
+    names = {_normalized(r) for r in requirements}
+    for name in leave_out:
+        if _normalized(name) not in names:
+            raise CannotInstall(f"leave_out names {name}, which the requirements do not")
+    dropped = {_normalized(name) for name in leave_out}
+    kept = [r for r in requirements if _normalized(r) not in dropped]
+    into.write_text("".join(f"{r}\n" for r in kept))
+    return into
+
+
+def _stamp_matches(venv: Path, recipe: dict[str, object]) -> bool:
+    stamp = venv / "ptrport-recipe.json"
+    try:
+        return bool(json.loads(stamp.read_text()) == recipe and _python(venv).exists())
+    except (OSError, ValueError):
+        return False
+
+
+def _fresh_venv(venv: Path) -> None:
+    if venv.exists():
+        shutil.rmtree(venv)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    _run([sys.executable, "-m", "venv", venv], f"python -m venv {venv}")
+    _run(
+        [_python(venv), "-m", "pip", "install", "-q", "--upgrade", "pip"],
+        f"{venv.name}: pip install --upgrade pip",
+    )
+
+
+def _pip(venv: Path, *args: str | Path, what: str) -> None:
+    _run([_python(venv), "-m", "pip", "install", "-q", *args], f"{venv.name}: {what}")
+
+
+def ensure_base(base: Base, cache: Path, downloads: Path) -> tuple[Path, bool]:
+    """The base's virtualenv and whether it was there already."""
+    venv = cache / "bases" / base.name
+    recipe = base.recipe()
+    if _stamp_matches(venv, recipe):
+        return venv, True
+    _fresh_venv(venv)
+    if base.packages:
+        _pip(venv, *base.packages, what=f"pip install {' '.join(base.packages)}")
+    if base.requirements_of:
+        wheel = _download(base.requirements_of, downloads)
+        listed = _requirements_file(
+            wheel_requirements(wheel), base.leave_out, downloads / f"{base.name}.txt"
+        )
+        _pip(venv, "-r", listed, what=f"the requirements of {base.requirements_of}")
+    (venv / "ptrport-recipe.json").write_text(json.dumps(recipe))
+    return venv, False
+
+
+def ensure_release(release: Release, cache: Path, downloads: Path) -> tuple[Path, bool]:
+    """The release's virtualenv (over its base) and whether both were there already."""
+    venv = cache / release.name
+    recipe = release.recipe()
+    if _stamp_matches(cache / "bases" / release.base.name, release.base.recipe()) and (
+        _stamp_matches(venv, recipe)
+    ):
+        return venv, True
+    # The release's wheel first: a release that is not on the index fails in a second.
+    wheel = _download(f"{release.engine}=={release.version}", downloads)
+    base, _ = ensure_base(release.base, cache, downloads)
+    _fresh_venv(venv)
+    (_site_packages(venv) / "ptrport-base.pth").write_text(f"{_site_packages(base)}\n")
+    if release.deps == "requirements":
+        listed = _requirements_file(
+            wheel_requirements(wheel), release.leave_out, downloads / f"{release.name}.txt"
+        )
+        _pip(venv, "-r", listed, what=f"the requirements of {release.name}")
+    if release.add:
+        _pip(venv, *release.add, what=f"pip install {' '.join(release.add)}")
+    _pip(venv, "--no-deps", wheel, what=f"pip install --no-deps {wheel.name}")
+    (venv / "ptrport-recipe.json").write_text(json.dumps(recipe))
+    return venv, False
+
+
+def install_ptrport(venv: Path, wheel: Path) -> None:
+    """This checkout's ptrport, non-editable, with what it needs that the base lacks."""
+    _pip(venv, "--force-reinstall", "--no-deps", wheel, what="pip install ptrport")
+    _pip(venv, wheel, what="ptrport's requirements")
+
+
+def check_imports(venv: Path, release: Release) -> None:
+    for module in release.imports:
+        _run(
+            [_python(venv), "-c", f"import {module}"],
+            f"{release.name}: import {module}",
+            env={**os.environ, **dict(release.env)},
+        )
+
+
+def build_ptrport(into: Path) -> Path:
+    into.mkdir(parents=True, exist_ok=True)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", ROOT, "-w", into],
+        "pip wheel ptrport",
+    )
+    return next(into.glob("ptrport-*.whl"))
+
+
+# --- running -----------------------------------------------------------------------------------
+
+
+def _results(report_dir: Path) -> Iterator[dict[str, object]]:
+    for report in sorted(report_dir.glob("*.json")):
+        data = json.loads(report.read_text())
+        yield from data.get("results", [])
+
+
+def run_release(
+    release: Release,
+    venv: Path,
+    expectations: list[Expectation],
+    corpus: Path,
+    scratch: Path,
+) -> tuple[list[Row], float]:
+    """Runs the files of the release's listed tests on the four backends: a row per
+    expectation, ``error`` where a test left no result (the message says why), a row expecting
+    ``not listed`` for a result the table does not list, and the run's wall time."""
+    files = sorted({e.test.split("::", 1)[0] for e in expectations})
+    report_dir = scratch / f"reports-{release.name}"
+    command = [
+        str(_python(venv)), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        "-c", str(corpus / "pytest.ini"), "--rootdir", str(corpus),
+        f"--backend={','.join(BACKENDS)}", f"--report-dir={report_dir}",
+        f"--platform-name={release.name}",
+        *(f"{release.engine}/{name}" for name in files),
+    ]  # fmt: skip
+    env = {**os.environ, **dict(release.env), "PYTHONDONTWRITEBYTECODE": "1"}
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            command, cwd=corpus, env=env, capture_output=True, text=True, check=False,
+            timeout=RUN_TIMEOUT_S,
+        )  # fmt: skip
+        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
+        problem = "" if done.returncode in (0, 1) else f"pytest exited {done.returncode}: {tail[0]}"
+    except subprocess.TimeoutExpired:
+        problem = f"the run took over {RUN_TIMEOUT_S} s"
+    wall = time.perf_counter() - start
+    found: dict[tuple[str, str], dict[str, object]] = {}
+    if report_dir.is_dir():
+        prefix = f"{release.engine}/"
+        for result in _results(report_dir):
+            check = str(result["check"])
+            found[(check.removeprefix(prefix), str(result["backend"]))] = result
+    rows = []
+    listed = {(e.test, e.backend) for e in expectations}
+    for test, backend in sorted(set(found) - listed):
+        result = found[(test, backend)]
+        rows.append(
+            Row(release.engine, release.version, test, backend,
+                float(result["duration_s"]), "", "-", "not listed",  # type: ignore[arg-type]
+                str(result["outcome"]), str(result.get("message") or ""))
+        )  # fmt: skip
+    for e in expectations:
+        result = found.get((e.test, e.backend))
+        if result is None:
+            outcome, seconds = "error", 0.0
+            message = problem or "no result: the test was not collected (a typo in the table?)"
+        else:
+            outcome = str(result["outcome"])
+            seconds = float(result["duration_s"])  # type: ignore[arg-type]
+            message = str(result.get("message") or "")
+        rows.append(
+            Row(e.engine, e.version, e.test, e.backend, seconds, e.reason, e.path, e.expected,
+                outcome, message)
+        )  # fmt: skip
+    return rows, wall
+
+
+def skipped_rows(expectations: Iterable[Expectation], why: str) -> list[Row]:
+    return [
+        Row(e.engine, e.version, e.test, e.backend, 0.0, e.reason, e.path, e.expected,
+            "skipped", why)
+        for e in expectations
+    ]  # fmt: skip
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def _short(outcome: str) -> str:
+    return {"passed": "pass", "failed": "FAIL", "timed out": "t/o"}.get(outcome, outcome)
+
+
+def table(runs: Sequence[ReleaseRun]) -> str:
+    """One line per test and release: its path, the outcome per backend (``!`` where it is not
+    the expected one) and the mean seconds per check."""
+    lines = []
+    width = max((len(r.test) for run in runs for r in run.rows), default=4)
+    head = f"{'release':<16} {'path':<28} {'test':<{width}} " + " ".join(
+        f"{b:<11}" for b in BACKENDS
+    )
+    lines += [head + " s/check", "-" * (len(head) + 8)]
+    for run in runs:
+        by_test: dict[str, list[Row]] = {}
+        for row in run.rows:
+            by_test.setdefault(row.test, []).append(row)
+        for test, rows in by_test.items():
+            cells = {r.backend: _short(r.outcome) + ("!" if r.unexpected else "") for r in rows}
+            mean = sum(r.seconds for r in rows) / len(rows)
+            lines.append(
+                f"{run.release.name:<16} {rows[0].path:<28} {test:<{width}} "
+                + " ".join(f"{cells.get(b, '-'):<11}" for b in BACKENDS)
+                + f" {mean:.2f}"
+            )
+    return "\n".join(lines)
+
+
+def cache_size(cache: Path) -> int:
+    """Bytes on disk under ``cache`` (hard links counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for folder, _, files in os.walk(cache):
+        for name in files:
+            try:
+                stat = os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue
+            if (stat.st_dev, stat.st_ino) not in seen:
+                seen.add((stat.st_dev, stat.st_ino))
+                total += stat.st_blocks * 512
+    return total
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="real_engine_runs.py", description=__doc__.split("\n\n", 1)[0]
+    )
+    parser.add_argument("--json", type=Path, help="write the rows to this file")
+    parser.add_argument(
+        "--require", action="store_true", help="a release that cannot be installed is a failure"
+    )
+    parser.add_argument("--engine", help="only these engines (comma-separated)")
+    parser.add_argument("--cache", type=Path, default=CACHE, help=f"virtualenvs (default {CACHE})")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    try:
+        releases, expectations = load_corpus(args.corpus)
+    except CorpusError as exc:
+        print(f"real_engine_runs.py: {exc}", file=sys.stderr)
+        return 2
+    if args.engine:
+        wanted = {name.strip() for name in args.engine.split(",")}
+        unknown = wanted - {release.engine for release in releases}
+        if unknown:
+            parser.error(f"--engine: no engine {sorted(unknown)[0]!r} in engines.toml")
+        releases = [release for release in releases if release.engine in wanted]
+    cache = args.cache.expanduser()
+    start = time.perf_counter()
+    runs: list[ReleaseRun] = []
+    with tempfile.TemporaryDirectory(prefix="ptrport-engine-runs-") as scratch_name:
+        scratch = Path(scratch_name)
+        wheel: Path | None = None
+        for release in releases:
+            listed = [
+                e
+                for e in expectations
+                if (e.engine, e.version) == (release.engine, release.version)
+            ]
+            run = ReleaseRun(release)
+            runs.append(run)
+            if not listed:
+                continue
+            installing = time.perf_counter()
+            try:
+                venv, run.cached = ensure_release(release, cache, cache / "downloads")
+                wheel = wheel or build_ptrport(scratch / "wheel")
+                install_ptrport(venv, wheel)
+                check_imports(venv, release)
+            except CannotInstall as exc:
+                run.skipped = str(exc)
+                run.rows = skipped_rows(listed, run.skipped)
+                print(f"skipped: {release.name}: {run.skipped}", flush=True)
+                continue
+            finally:
+                run.install_s = time.perf_counter() - installing
+            run.rows, run.run_s = run_release(release, venv, listed, args.corpus, scratch)
+            print(
+                f"{release.name}: {len(run.rows)} checks in {run.run_s:.1f} s "
+                f"(installed {'from the cache' if run.cached else 'now'} in "
+                f"{run.install_s:.1f} s: {release.installed_as()})",
+                flush=True,
+            )
+    total = time.perf_counter() - start
+    rows = [row for run in runs for row in run.rows]
+    print(table([run for run in runs if run.rows]))
+    ran = [row for row in rows if row.outcome != "skipped"]
+    unexpected = [row for row in rows if row.unexpected and row.outcome != "skipped"]
+    for row in unexpected:
+        print(
+            f"UNEXPECTED {row.engine} {row.version} {row.test} on {row.backend}: "
+            f"{row.outcome}, expected {row.expected} ({row.reason})"
+            + (f": {row.message.splitlines()[0]}" if row.message else "")
+        )
+    checks_s = sum(row.seconds for row in ran)
+    print(
+        f"{len(ran)} checks, {checks_s / max(len(ran), 1):.2f} s per check; whole run "
+        f"{total:.1f} s; cache {cache_size(cache) / 2**30:.1f} GiB in {cache}"
+    )
+    if args.json:
+        args.json.write_text(json.dumps([row.as_json() for row in rows], indent=1) + "\n")
+    skipped = [run for run in runs if run.skipped]
+    if unexpected:
+        return 1
+    if skipped and args.require:
+        print(f"--require: {len(skipped)} release(s) skipped", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""``benchmarks/real_engine_runs.py``: its corpus (the pinned releases and the expectations
+tables), the comparison of a real pytest run's report with a table, and its exits that need no
+engine: a release that cannot be installed (skipped, or a failure under ``--require``), and a
+malformed corpus."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "real_engine_runs.py"
+
+
+def _load() -> ModuleType:
+    # benchmarks/ is no package: load the script from its path, registered so that its
+    # dataclasses can resolve their module.
+    spec = importlib.util.spec_from_file_location("real_engine_runs", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+runs = _load()
+BACKENDS = runs.BACKENDS
+UPPER_HALF = ("cpu-usm", "cpu-tbi", "cpu-placed")
+HEADER = "version,test,backend,expected,path,reason\n"
+ENGINES = """\
+[bases.here]
+packages = ["torch==2.13.0"]
+
+[[releases]]
+engine = "toy"
+version = "1.0"
+base = "here"
+deps = "none"
+"""
+
+TOY_TEST = """\
+import numpy as np
+import pytest
+import torch
+
+pytestmark = pytest.mark.ptrport
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_table(ptrport_device, dtype):
+    data = torch.arange(64, dtype=torch.uint8, device=ptrport_device.device)
+    ptrport_device.place(data, at=1 << 63)
+    table = np.zeros(1, dtype=dtype)
+    table[0] = data.data_ptr()
+    assert int(table.view(np.uint64)[0]) == 1 << 63
+
+
+def test_not_in_the_table(ptrport_device):
+    assert ptrport_device.device.type == "cpu"
+"""
+
+
+def toy_corpus(root: Path, expectations: str, engines: str = ENGINES) -> Path:
+    (root / "toy").mkdir(parents=True)
+    (root / "engines.toml").write_text(engines)
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "toy" / "test_table.py").write_text(TOY_TEST)
+    (root / "toy" / "expectations.csv").write_text(HEADER + expectations)
+    return root
+
+
+class TestCorpus:
+    def test_a_star_row_is_every_backend_and_a_backend_row_overrides_it(self) -> None:
+        rows = runs.parse_expectations(
+            HEADER
+            + "1.0,t.py::test[a],*,failed,table,toy #1: int64\n"
+            + "1.0,t.py::test[a],cpu,passed,table,toy #1: real addresses fit\n",
+            "e.csv",
+            "toy",
+            ["1.0"],
+        )
+        assert [(r.backend, r.expected) for r in rows] == [
+            ("cpu", "passed"),
+            ("cpu-usm", "failed"),
+            ("cpu-tbi", "failed"),
+            ("cpu-placed", "failed"),
+        ]
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ("version,test\n", "e.csv:1: the header must be"),
+            (HEADER + "2.0,t.py::a,*,passed,p,r\n", "e.csv:2: toy 2.0 is not pinned"),
+            (HEADER + "1.0,t.py,*,passed,p,r\n", "e.csv:2: test 't.py' is not a node id"),
+            (HEADER + "1.0,t.py::a,gpu,passed,p,r\n", "e.csv:2: backend 'gpu' is not"),
+            (HEADER + "1.0,t.py::a,*,red,p,r\n", "e.csv:2: expected 'red' is not one of"),
+            (HEADER + "1.0,t.py::a,*,passed,p,\n", "e.csv:2: the path and the reason"),
+            (HEADER + "1.0,t.py::a,*,passed,p\n", "e.csv:2: 5 columns, expected 6"),
+            (
+                HEADER + "1.0,t.py::a,cpu,passed,p,r\n\n1.0,t.py::a,cpu,failed,p,r\n",
+                "e.csv:4: a second row for t.py::a on cpu in 1.0",
+            ),
+            (
+                HEADER + "1.0,t.py::a,cpu,passed,p,r\n1.0,t.py::a,*,passed,q,r\n",
+                "e.csv: t.py::a in 1.0 has two paths",
+            ),
+        ],
+    )
+    def test_a_malformed_expectations_file_names_the_file_and_row(
+        self, text: str, message: str
+    ) -> None:
+        with pytest.raises(runs.CorpusError, match="^" + message.replace("[", r"\[")):
+            runs.parse_expectations(text, "e.csv", "toy", ["1.0"])
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ("[bases.a]\npackages = []\n", "bases.a: give packages or requirements_of"),
+            ('[bases.a]\nrequirements_of = "vllm"\n', "bases.a: requirements_of must be"),
+            (
+                ENGINES.replace('base = "here"', 'base = "there"'),
+                "releases[1]: base 'there' is not one of ['here']",
+            ),
+            (ENGINES.replace('deps = "none"', 'deps = "some"'), "releases[1]: deps must be"),
+            (ENGINES + ENGINES.split("\n\n", 1)[1], "releases[2]: a second entry for toy 1.0"),
+            ("[engines]\n", "unknown table 'engines'"),
+        ],
+    )
+    def test_a_malformed_engines_file_names_the_entry(self, text: str, message: str) -> None:
+        with pytest.raises(runs.CorpusError, match=message.replace("[", r"\[")):
+            runs.parse_engines(text, "engines.toml")
+
+    def test_requirements_come_from_the_wheel_less_extras_and_the_left_out(
+        self, tmp_path: Path
+    ) -> None:
+        wheel = tmp_path / "eng-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr(
+                "eng-1.0.dist-info/METADATA",
+                "Name: eng\nRequires-Dist: torch==2.14.0\nRequires-Dist: flashinfer_python"
+                "==0.7.3\nRequires-Dist: numpy; python_version >= '3.9'\n"
+                "Requires-Dist: pytest; extra == 'test'\n",
+            )
+        listed = runs.wheel_requirements(wheel)
+        numpy = "numpy; python_version >= '3.9'"
+        assert listed == ["torch==2.14.0", "flashinfer_python==0.7.3", numpy]
+        kept = runs._requirements_file(listed, ["flashinfer-python"], tmp_path / "r.txt")
+        assert kept.read_text() == f"torch==2.14.0\n{numpy}\n"
+        with pytest.raises(runs.CannotInstall, match="leave_out names triton, which"):
+            runs._requirements_file(listed, ["triton"], tmp_path / "r.txt")
+
+    def test_the_committed_corpus_counts_six_paths_from_two_engines(self) -> None:
+        """Each counted path has a release that passes on all four backends and one that fails
+        on an upper-half backend."""
+        releases, expectations = runs.load_corpus(runs.CORPUS)
+        assert releases
+        outcomes: dict[tuple[str, str, str], dict[str, str]] = {}
+        for e in expectations:
+            outcomes.setdefault((e.engine, e.path, e.version), {})[e.backend] = e.expected
+        green = {(engine, path) for (engine, path, _), o in outcomes.items()
+                 if all(o.get(b) == "passed" for b in BACKENDS)}  # fmt: skip
+        red = {(engine, path) for (engine, path, _), o in outcomes.items()
+               if any(o.get(b) == "failed" for b in UPPER_HALF)}  # fmt: skip
+        counted = green & red
+        assert len(counted) >= 6, sorted(counted)
+        assert len({engine for engine, _ in counted}) >= 2, sorted(counted)
+
+
+class TestRun:
+    def test_a_run_is_compared_with_the_table(self, tmp_path: Path) -> None:
+        corpus = toy_corpus(
+            tmp_path / "corpus",
+            "1.0,test_table.py::test_table[int64],*,failed,table,toy #1: int64 overflows\n"
+            "1.0,test_table.py::test_table[uint64],*,passed,table,toy #1: uint64 holds it\n"
+            "1.0,test_table.py::test_renamed,cpu,passed,table,toy #2: gone\n",
+        )
+        releases, expectations = runs.load_corpus(corpus)
+        rows, wall = runs.run_release(
+            releases[0], Path(sys.prefix), expectations, corpus, tmp_path / "scratch"
+        )
+        assert wall > 0
+        by = {(r.test, r.backend): r for r in rows}
+        for backend in BACKENDS:
+            failed = by[("test_table.py::test_table[int64]", backend)]
+            assert (failed.outcome, failed.unexpected) == ("failed", False)
+            assert "0x8000000000000000" in failed.message
+            passed = by[("test_table.py::test_table[uint64]", backend)]
+            assert (passed.outcome, passed.unexpected, passed.path) == ("passed", False, "table")
+            assert passed.seconds > 0
+            unlisted = by[("test_table.py::test_not_in_the_table", backend)]
+            assert (unlisted.outcome, unlisted.expected, unlisted.unexpected) == (
+                "passed", "not listed", True,
+            )  # fmt: skip
+        gone = by[("test_table.py::test_renamed", "cpu")]
+        assert (gone.outcome, gone.unexpected) == ("error", True)
+        assert "not collected" in gone.message
+        printed = runs.table([runs.ReleaseRun(releases[0], rows)])
+        assert "toy-1.0" in printed and "FAIL" in printed and "pass!" in printed
+
+    def test_a_release_that_cannot_be_installed_is_skipped_unless_required(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        corpus = toy_corpus(
+            tmp_path / "corpus",
+            "1.0,test_table.py::test_table[int64],*,failed,table,toy #1: int64 overflows\n",
+            ENGINES.replace('"toy"', '"ptrport-no-such-engine"'),
+        )
+        (corpus / "toy").rename(corpus / "ptrport-no-such-engine")
+        # No index: pip finds nothing, at once and without the network.
+        monkeypatch.setenv("PIP_NO_INDEX", "1")
+        monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+        out = tmp_path / "rows.json"
+        argv = ["--corpus", str(corpus), "--cache", str(tmp_path / "cache"), "--json", str(out)]
+        assert runs.main(argv) == 0
+        printed = capsys.readouterr().out
+        assert "skipped: ptrport-no-such-engine-1.0: pip download ptrport-no-such-engine==1.0" in (
+            printed
+        )
+        rows = json.loads(out.read_text())
+        assert [(r["backend"], r["outcome"], r["expected"]) for r in rows] == [
+            (b, "skipped", "failed") for b in BACKENDS
+        ]
+        assert set(rows[0]) >= {"engine", "version", "test", "backend", "seconds", "reason",
+                                "path", "expected", "outcome"}  # fmt: skip
+        assert runs.main([*argv, "--require"]) == 1
+
+    def test_a_malformed_corpus_exits_2_with_one_line(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        corpus = toy_corpus(tmp_path / "corpus", "1.0,test_gone.py::test,*,passed,p,toy #1\n")
+        assert runs.main(["--corpus", str(corpus), "--cache", str(tmp_path / "cache")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].endswith("no test file toy/test_gone.py")
