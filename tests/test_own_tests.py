@@ -182,6 +182,31 @@ def test_copy_at_2_63(ptrport_device, dtype):
                     "placed at 0x8000000000000000; last presented at 0xffff[0-9a-f]{12}", named[1]
                 ), named[1]
 
+    def test_a_failure_names_the_four_lowest_placed_addresses_and_counts_the_rest(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile(
+            test_many="""
+import pytest
+import torch
+
+
+@pytest.mark.ptrport
+def test_six_tables(ptrport_device):
+    tensors = [torch.zeros(64, dtype=torch.uint8) for _ in range(6)]
+    for i, t in enumerate(reversed(tensors)):
+        ptrport_device.place(t, at=(1 << 63) + (i << 12))
+    torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
+"""
+        )
+        project.runpytest("--backend=cpu", "--no-isolate")
+        (failed,) = _report(project)
+        assert failed["outcome"] == "failed"
+        assert failed["message"].endswith(
+            "(placed at 0x8000000000000000, 0x8000000000001000, 0x8000000000002000, "
+            "0x8000000000003000 and 2 more)"
+        )
+
     def test_placement_where_memory_cannot_be_placed_skips_the_test(self) -> None:
         from ptrport.device.backends import CudaBackend
         from ptrport.run.own_tests import PtrportDevice

@@ -147,6 +147,10 @@ class CheckOutcomes:
         setattr(report, RESULT_ATTRIBUTE, result.to_record())
 
 
+PLACED_NAMED = 4
+"""How many placed addresses a failure's message names, the lowest first."""
+
+
 def _addresses_here(message: str) -> str:
     """The addresses a failed test was most likely about, for its message (an overflow names
     none): where it placed memory, ``(placed at 0x8000...)``, and on an upper-half backend
@@ -158,7 +162,8 @@ def _addresses_here(message: str) -> str:
     named = []
     placed = memory.placements()
     if placed:
-        named.append(f"placed at {', '.join(to_hex(a) for a in placed)}")
+        more = f" and {len(placed) - PLACED_NAMED} more" if len(placed) > PLACED_NAMED else ""
+        named.append(f"placed at {', '.join(to_hex(a) for a in placed[:PLACED_NAMED])}{more}")
     if memory.presentation.upper_half:
         last = [to_hex(a) for a in memory.presented_last() if to_hex(a) not in message]
         if last:
