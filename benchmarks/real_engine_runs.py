@@ -471,6 +471,7 @@ def ensure_release(release: Release, cache: Path, downloads: Path) -> tuple[Path
     if release.add:
         _pip(venv, *release.add, what=f"pip install {' '.join(release.add)}")
     _pip(venv, "--no-deps", wheel, what=f"pip install --no-deps {wheel.name}")
+    check_imports(venv, release)
     (venv / "ptrport-recipe.json").write_text(json.dumps(recipe))
     return venv, False
 
@@ -482,6 +483,8 @@ def install_ptrport(venv: Path, wheel: Path) -> None:
 
 
 def check_imports(venv: Path, release: Release) -> None:
+    """The release's ``imports``, each in a fresh interpreter: a virtualenv whose engine does
+    not import is no install (checked when it is built, not again while it is cached)."""
     for module in release.imports:
         _run(
             [_python(venv), "-c", f"import {module}"],
@@ -586,10 +589,10 @@ def _short(outcome: str) -> str:
 
 
 def table(runs: Sequence[ReleaseRun]) -> str:
-    """One line per test and release: its path, the outcome per backend (``!`` where it is not
-    the expected one) and the mean seconds per check."""
+    """One line per test (its function and parameters) and release: its path, the outcome per
+    backend (``!`` where it is not the expected one) and the mean seconds per check."""
     lines = []
-    width = max((len(r.test) for run in runs for r in run.rows), default=4)
+    width = max((len(r.test.split("::", 1)[-1]) for run in runs for r in run.rows), default=4)
     head = f"{'release':<16} {'path':<28} {'test':<{width}} " + " ".join(
         f"{b:<11}" for b in BACKENDS
     )
@@ -597,7 +600,7 @@ def table(runs: Sequence[ReleaseRun]) -> str:
     for run in runs:
         by_test: dict[str, list[Row]] = {}
         for row in run.rows:
-            by_test.setdefault(row.test, []).append(row)
+            by_test.setdefault(row.test.split("::", 1)[-1], []).append(row)
         for test, rows in by_test.items():
             cells = {r.backend: _short(r.outcome) + ("!" if r.unexpected else "") for r in rows}
             mean = sum(r.seconds for r in rows) / len(rows)
@@ -669,7 +672,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 venv, run.cached = ensure_release(release, cache, cache / "downloads")
                 wheel = wheel or build_ptrport(scratch / "wheel")
                 install_ptrport(venv, wheel)
-                check_imports(venv, release)
             except CannotInstall as exc:
                 run.skipped = str(exc)
                 run.rows = skipped_rows(listed, run.skipped)
