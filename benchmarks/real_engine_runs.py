@@ -522,19 +522,22 @@ def run_release(
     expectation, ``error`` where a test left no result (the message says why), a row expecting
     ``not listed`` for a result the table does not list, and the run's wall time."""
     files = sorted({e.test.split("::", 1)[0] for e in expectations})
+    # Run from the scratch folder: Hypothesis keeps its database where a run starts.
+    scratch.mkdir(parents=True, exist_ok=True)
+    corpus = corpus.resolve()
     report_dir = scratch / f"reports-{release.name}"
     command = [
         str(_python(venv)), "-m", "pytest", "-q", "-p", "no:cacheprovider",
         "-c", str(corpus / "pytest.ini"), "--rootdir", str(corpus),
         f"--backend={','.join(BACKENDS)}", f"--report-dir={report_dir}",
         f"--platform-name={release.name}",
-        *(f"{release.engine}/{name}" for name in files),
+        *(str(corpus / release.engine / name) for name in files),
     ]  # fmt: skip
     env = {**os.environ, **dict(release.env), "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.perf_counter()
     try:
         done = subprocess.run(
-            command, cwd=corpus, env=env, capture_output=True, text=True, check=False,
+            command, cwd=scratch, env=env, capture_output=True, text=True, check=False,
             timeout=RUN_TIMEOUT_S,
         )  # fmt: skip
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
