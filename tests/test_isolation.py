@@ -368,6 +368,35 @@ def test_where_a_test_module_starts_a_thread_children_are_spawned_with_the_same_
     )
 
 
+SKIPS = """
+import pytest
+
+
+@pytest.mark.ptrport
+def test_skips_in_its_body(ptrport_device):
+    pytest.skip("no such kernel in this release")
+
+
+@pytest.mark.ptrport
+def test_passes(ptrport_device):
+    assert ptrport_device.name == "cpu"
+"""
+
+
+def test_an_isolated_skip_is_in_pytests_summary_of_skips(pytester: pytest.Pytester) -> None:
+    """A child's skip comes back with its location and reason as pytest made them: ``-rs``
+    folds them (an assertion of pytest's, not an internal error)."""
+    pytester.makepyfile(test_engine=SKIPS)
+    result = pytester.runpytest_subprocess("--backend=cpu", "-p", "no:cacheprovider", "-rs")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [[]1[]] test_engine.py:6: no such kernel in this release",
+            "*1 passed, 1 skipped*",
+        ]
+    )
+
+
 LOGS_AT_IMPORT = """
 import logging
 

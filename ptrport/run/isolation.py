@@ -309,11 +309,15 @@ class IsolatedChecks:
         self._end(interrupted=True)
 
     def _as_ours(self, item: pytest.Item, data: dict[str, Any]) -> Any:
-        """A child's report as this run names the item: the child ran it by its absolute path,
-        which it may name otherwise (a module outside the rootdir, as an installed package's
-        scenarios are, has no rootdir-relative path)."""
+        """A child's report as this run names the item (the child ran it by its absolute path,
+        which it may name otherwise: a module outside the rootdir, as an installed package's
+        scenarios are, has no rootdir-relative path), and as pytest made it."""
         report = self.config.hook.pytest_report_from_serializable(config=self.config, data=data)
         report.nodeid, report.location = item.nodeid, item.location
+        if report.skipped and isinstance(report.longrepr, list):
+            # A skip's (path, line, reason) came back from JSON as a list; pytest's summary of
+            # skips (-rs) asserts a tuple.
+            report.longrepr = tuple(report.longrepr)
         record = getattr(report, RESULT_ATTRIBUTE, None)
         if record is not None:
             record["nodeid"] = item.nodeid
