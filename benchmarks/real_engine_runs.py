@@ -46,6 +46,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -104,9 +105,7 @@ class Release:
     deps: str
     leave_out: tuple[str, ...] = ()
     add: tuple[str, ...] = ()
-    imports: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
-    note: str = ""
 
     @property
     def name(self) -> str:
@@ -157,10 +156,13 @@ class Row:
     expected: str
     outcome: str
     message: str = ""
+    installed: bool = True
+    """False where the release could not be installed: the row is ``skipped``, which is no
+    unexpected outcome (``--require`` makes it a failure of the run)."""
 
     @property
     def unexpected(self) -> bool:
-        return self.outcome != self.expected
+        return self.installed and self.outcome != self.expected
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -224,7 +226,7 @@ def parse_engines(text: str, source: str) -> list[Release]:
         bases[name] = Base(name, packages, requirements_of, leave_out)
     releases: list[Release] = []
     seen: set[str] = set()
-    keys = {"engine", "version", "base", "deps", "leave_out", "add", "imports", "env", "note"}
+    keys = {"engine", "version", "base", "deps", "leave_out", "add", "env"}
     for number, spec in enumerate(data.get("releases", []), start=1):
         where = f"{source}: releases[{number}]"
         if not isinstance(spec, dict) or set(spec) - keys:
@@ -248,9 +250,7 @@ def parse_engines(text: str, source: str) -> list[Release]:
             deps,
             _strings(spec.get("leave_out", []), where, "leave_out"),
             _strings(spec.get("add", []), where, "add"),
-            _strings(spec.get("imports", []), where, "imports"),
             tuple(sorted(env.items())),
-            str(spec.get("note", "")),
         )
         if release.name in seen:
             raise CorpusError(f"{where}: a second entry for {engine} {version}")
@@ -471,9 +471,13 @@ def ensure_release(release: Release, cache: Path, downloads: Path) -> tuple[Path
     if release.add:
         _pip(venv, *release.add, what=f"pip install {' '.join(release.add)}")
     _pip(venv, "--no-deps", wheel, what=f"pip install --no-deps {wheel.name}")
-    check_imports(venv, release)
-    (venv / "ptrport-recipe.json").write_text(json.dumps(recipe))
     return venv, False
+
+
+def stamp(venv: Path, release: Release) -> None:
+    """Mark the release's virtualenv as built and checked: later runs reuse it while its
+    recipe is the same."""
+    (venv / "ptrport-recipe.json").write_text(json.dumps(release.recipe()))
 
 
 def install_ptrport(venv: Path, wheel: Path) -> None:
@@ -482,15 +486,28 @@ def install_ptrport(venv: Path, wheel: Path) -> None:
     _pip(venv, wheel, what="ptrport's requirements")
 
 
-def check_imports(venv: Path, release: Release) -> None:
-    """The release's ``imports``, each in a fresh interpreter: a virtualenv whose engine does
-    not import is no install (checked when it is built, not again while it is cached)."""
-    for module in release.imports:
-        _run(
-            [_python(venv), "-c", f"import {module}"],
-            f"{release.name}: import {module}",
-            env={**os.environ, **dict(release.env)},
-        )
+def check_collection(venv: Path, release: Release, corpus: Path, files: Iterable[str]) -> None:
+    """The release's test files collect, their engine modules imported as in a run: a
+    virtualenv whose engine does not import is no install (checked when it is built, not again
+    while it is cached)."""
+    corpus = corpus.resolve()
+    command = [
+        _python(venv), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+        "-c", corpus / "pytest.ini", "--rootdir", corpus, "--backend=cpu",
+        *(corpus / release.engine / name for name in files),
+    ]  # fmt: skip
+    done = subprocess.run(
+        [str(part) for part in command],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **dict(release.env)},
+    )
+    if done.returncode != 0:
+        lines = (done.stdout + done.stderr).splitlines()
+        raised = [line[1:].strip() for line in lines if re.match(r"E\s+\w+(Error|Exception)", line)]
+        last = (raised or [line for line in lines if line.strip()] or ["no output"])[0]
+        raise CannotInstall(f"its tests do not collect: {last}")
 
 
 def build_ptrport(into: Path) -> Path:
@@ -511,6 +528,10 @@ def _results(report_dir: Path) -> Iterator[dict[str, object]]:
         yield from data.get("results", [])
 
 
+def _files(expectations: Iterable[Expectation]) -> list[str]:
+    return sorted({e.test.split("::", 1)[0] for e in expectations})
+
+
 def run_release(
     release: Release,
     venv: Path,
@@ -521,7 +542,7 @@ def run_release(
     """Runs the files of the release's listed tests on the four backends: a row per
     expectation, ``error`` where a test left no result (the message says why), a row expecting
     ``not listed`` for a result the table does not list, and the run's wall time."""
-    files = sorted({e.test.split("::", 1)[0] for e in expectations})
+    files = _files(expectations)
     # Run from the scratch folder: Hypothesis keeps its database where a run starts.
     scratch.mkdir(parents=True, exist_ok=True)
     corpus = corpus.resolve()
@@ -579,7 +600,7 @@ def run_release(
 def skipped_rows(expectations: Iterable[Expectation], why: str) -> list[Row]:
     return [
         Row(e.engine, e.version, e.test, e.backend, 0.0, e.reason, e.path, e.expected,
-            "skipped", why)
+            "skipped", why, installed=False)
         for e in expectations
     ]  # fmt: skip
 
@@ -601,6 +622,9 @@ def table(runs: Sequence[ReleaseRun]) -> str:
     )
     lines += [head + " s/check", "-" * (len(head) + 8)]
     for run in runs:
+        if run.skipped:
+            lines.append(f"{run.release.name:<16} skipped: {run.skipped}")
+            continue
         by_test: dict[str, list[Row]] = {}
         for row in run.rows:
             by_test.setdefault(row.test.split("::", 1)[-1], []).append(row)
@@ -675,6 +699,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 venv, run.cached = ensure_release(release, cache, cache / "downloads")
                 wheel = wheel or build_ptrport(scratch / "wheel")
                 install_ptrport(venv, wheel)
+                if not run.cached:
+                    check_collection(venv, release, args.corpus, _files(listed))
+                    stamp(venv, release)
             except CannotInstall as exc:
                 run.skipped = str(exc)
                 run.rows = skipped_rows(listed, run.skipped)
@@ -692,8 +719,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = time.perf_counter() - start
     rows = [row for run in runs for row in run.rows]
     print(table([run for run in runs if run.rows]))
-    ran = [row for row in rows if row.outcome != "skipped"]
-    unexpected = [row for row in rows if row.unexpected and row.outcome != "skipped"]
+    ran = [row for row in rows if row.installed]
+    unexpected = [row for row in rows if row.unexpected]
     for row in unexpected:
         print(
             f"UNEXPECTED {row.engine} {row.version} {row.test} on {row.backend}: "

@@ -155,18 +155,24 @@ class TestCorpus:
             runs._requirements_file(listed, ["triton"], tmp_path / "r.txt")
 
     def test_the_committed_corpus_counts_six_paths_from_two_engines(self) -> None:
-        """Each counted path has a release that passes on all four backends and one that fails
-        on an upper-half backend."""
+        """Each counted path has a release that passes on all four backends (a variant that
+        puts an old line back skips where the release no longer has it) and one that fails on
+        an upper-half backend."""
         releases, expectations = runs.load_corpus(runs.CORPUS)
         assert releases
-        outcomes: dict[tuple[str, str, str], dict[str, str]] = {}
+        by_release: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
         for e in expectations:
-            outcomes.setdefault((e.engine, e.path, e.version), {})[e.backend] = e.expected
-        green = {(engine, path) for (engine, path, _), o in outcomes.items()
-                 if all(o.get(b) == "passed" for b in BACKENDS)}  # fmt: skip
-        red = {(engine, path) for (engine, path, _), o in outcomes.items()
-               if any(o.get(b) == "failed" for b in UPPER_HALF)}  # fmt: skip
+            by_release.setdefault((e.engine, e.path, e.version), []).append((e.backend, e.expected))
+        green = {(engine, path) for (engine, path, _), rows in by_release.items()
+                 if all(expected in ("passed", "skipped") for _, expected in rows)
+                 and any(expected == "passed" for _, expected in rows)
+                 and {backend for backend, _ in rows} == set(BACKENDS)}  # fmt: skip
+        red = {(engine, path) for (engine, path, _), rows in by_release.items()
+               if any(expected == "failed" and backend in UPPER_HALF
+                      for backend, expected in rows)}  # fmt: skip
         counted = green & red
+        # The open bug is red in the shipped release and has no green one: it does not count.
+        assert ("vllm", "kda-base-addresses") in red - green
         assert len(counted) >= 6, sorted(counted)
         assert len({engine for engine, _ in counted}) >= 2, sorted(counted)
 
