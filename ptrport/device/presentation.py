@@ -19,6 +19,7 @@ touched. numpy views and torch operations are unaffected: they never see an addr
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,6 +123,8 @@ class _Range:
     """Put there by :meth:`DeviceMemory.place`, not by the presentation."""
     asked: int | None = None
     """Where the tensor it was placed for was asked to be."""
+    handed: int = 0
+    """When its address was last handed out (a count of hand-outs in its scope)."""
 
     @property
     def end(self) -> int:
@@ -134,7 +137,7 @@ class _Range:
 
 
 RECENT = 3
-"""How many of the storages handed out last :meth:`DeviceMemory.presented_last` keeps."""
+"""How many of the storages handed out last :meth:`DeviceMemory.presented_last` names."""
 
 
 class DeviceMemory:
@@ -152,9 +155,7 @@ class DeviceMemory:
         its neighbours'."""
         self._by_start: dict[int, _Range] = {}
         self._table: tuple[list[_Range], np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._recent: dict[int, None] = {}
-        """Where the storages handed out last are presented (up to :data:`RECENT`), the
-        newest last: what a failure that names no address was most likely about."""
+        self._handed = itertools.count(1)
 
     def hand_out(self, storage: torch.UntypedStorage, start: int) -> int:
         """Record ``storage`` (whose real first byte is ``start``) as device memory; return the
@@ -165,7 +166,8 @@ class DeviceMemory:
             if known.placed and self._still_there(known):
                 return known.storage_presented
             if not known.placed and known.nbytes == nbytes:
-                return self._recently(known.presented)
+                known.handed = next(self._handed)
+                return known.presented
             if start in self._by_storage:
                 self._remove(known)
         presented = self.presentation.present(start)
@@ -175,21 +177,16 @@ class DeviceMemory:
                 f"{self.presentation.name} presents a storage at {to_hex(presented)}, inside "
                 f"the placement at {_span(clash)}: place it elsewhere"
             )
-        self._add(_Range(presented, start, nbytes, storage, start, placed=False))
-        return self._recently(presented)
-
-    def _recently(self, presented: int) -> int:
-        recent = self._recent
-        recent.pop(presented, None)
-        recent[presented] = None
-        if len(recent) > RECENT:
-            del recent[next(iter(recent))]
+        handed = next(self._handed)
+        self._add(_Range(presented, start, nbytes, storage, start, placed=False, handed=handed))
         return presented
 
     def presented_last(self) -> list[int]:
-        """Where the storages whose addresses were handed out last are presented, the newest
-        last (placed ones aside: :meth:`placements` has them)."""
-        return list(self._recent)
+        """Where the last :data:`RECENT` storages whose addresses were handed out are
+        presented, the newest last (placed ones aside: :meth:`placements` has them): what a
+        failure that names no address was most likely about."""
+        presented = [r for r in self._by_storage.values() if not r.placed]
+        return [r.presented for r in sorted(presented, key=lambda r: r.handed)[-RECENT:]]
 
     def place(
         self,
