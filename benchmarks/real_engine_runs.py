@@ -2,8 +2,8 @@
 release that ships it fixed and in a release that had the bug, run as marked tests on the four
 CPU backends, and every outcome compared with an expectations table.
 
-    python benchmarks/real_engine_runs.py [--json FILE] [--require] [--engine NAME[,NAME]]
-                                          [--cache DIR] [--corpus DIR]
+    python benchmarks/real_engine_runs.py [--json FILE] [--markdown FILE] [--require]
+                                          [--engine NAME[,NAME]] [--cache DIR]
 
 The corpus (``benchmarks/real_engine_runs/``) holds:
 
@@ -639,6 +639,34 @@ def table(runs: Sequence[ReleaseRun]) -> str:
     return "\n".join(lines)
 
 
+def markdown(rows: Sequence[Row]) -> str:
+    """The table per engine, release and path: on each backend how its tests came out (``2
+    failed, 1 passed`` where they differ; ``(unexpected)`` where any was not the expected
+    outcome), and the mean seconds per check."""
+    groups: dict[tuple[str, str, str], list[Row]] = {}
+    for row in rows:
+        groups.setdefault((row.engine, row.version, row.path), []).append(row)
+    lines = [
+        "| engine | version | path | " + " | ".join(f"`{b}`" for b in BACKENDS) + " | s/check |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in BACKENDS) + " | ---: |",
+    ]
+    for (engine, version, path), group in groups.items():
+        cells = []
+        for backend in BACKENDS:
+            mine = [r for r in group if r.backend == backend]
+            counts: dict[str, int] = {}
+            for r in mine:
+                counts[r.outcome] = counts.get(r.outcome, 0) + 1
+            if len(counts) == 1:
+                cell = next(iter(counts))
+            else:
+                cell = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+            cells.append(cell + (" (unexpected)" if any(r.unexpected for r in mine) else ""))
+        mean = sum(r.seconds for r in group) / len(group)
+        lines.append(f"| {engine} | {version} | {path} | {' | '.join(cells)} | {mean:.2f} |")
+    return "\n".join(lines)
+
+
 def cache_size(cache: Path) -> int:
     """Bytes on disk under ``cache`` (hard links counted once)."""
     seen: set[tuple[int, int]] = set()
@@ -663,6 +691,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--require", action="store_true", help="a release that cannot be installed is a failure"
     )
+    parser.add_argument("--markdown", type=Path, help="write the table per path, as Markdown")
     parser.add_argument("--engine", help="only these engines (comma-separated)")
     parser.add_argument("--cache", type=Path, default=CACHE, help=f"virtualenvs (default {CACHE})")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
@@ -734,6 +763,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.json:
         args.json.write_text(json.dumps([row.as_json() for row in rows], indent=1) + "\n")
+    if args.markdown:
+        args.markdown.write_text(markdown(rows) + "\n")
     skipped = [run for run in runs if run.skipped]
     if unexpected:
         return 1

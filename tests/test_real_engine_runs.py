@@ -207,6 +207,15 @@ class TestRun:
         assert "not collected" in gone.message
         printed = runs.table([runs.ReleaseRun(releases[0], rows)])
         assert "toy-1.0" in printed and "FAIL" in printed and "pass!" in printed
+        # Per path: the int64 and uint64 variants (and the unlisted test) on each backend.
+        table_rows = runs.markdown(rows).splitlines()[2:]
+        assert table_rows == [
+            "| toy | 1.0 | - | passed (unexpected) | passed (unexpected) | passed (unexpected) "
+            f"| passed (unexpected) | {sum(r.seconds for r in rows if r.path == '-') / 4:.2f} |",
+            "| toy | 1.0 | table | 1 error, 1 failed, 1 passed (unexpected) | 1 failed, 1 passed "
+            "| 1 failed, 1 passed | 1 failed, 1 passed | "
+            f"{sum(r.seconds for r in rows if r.path == 'table') / 9:.2f} |",
+        ]
 
     def test_a_release_that_cannot_be_installed_is_skipped_unless_required(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
