@@ -5,30 +5,16 @@ malformed corpus."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "real_engine_runs.py"
+from tests import benchmark_scripts
 
-
-def _load() -> ModuleType:
-    # benchmarks/ is no package: load the script from its path, registered so that its
-    # dataclasses can resolve their module.
-    spec = importlib.util.spec_from_file_location("real_engine_runs", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-runs = _load()
+runs = benchmark_scripts.load("real_engine_runs")
 BACKENDS = runs.BACKENDS
 UPPER_HALF = ("cpu-usm", "cpu-tbi", "cpu-placed")
 HEADER = "version,test,backend,expected,path,reason\n"

@@ -3,30 +3,15 @@ precision and recall it reports, and its exits that need no network (bad labels,
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "real_engines.py"
+from tests import benchmark_scripts
 
-
-def _load() -> ModuleType:
-    # benchmarks/ is no package: load the script from its path, registered so that its
-    # dataclasses can resolve their module.
-    spec = importlib.util.spec_from_file_location("real_engines", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-real_engines = _load()
+real_engines = benchmark_scripts.load("real_engines")
 Label = real_engines.Label
 Finding = real_engines.Finding
 
