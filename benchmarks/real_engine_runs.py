@@ -31,7 +31,9 @@ The script prints one line per test and release with the outcome on each backend
 an unexpected one), the time per check and per release, and the cache's size; ``--json FILE``
 writes one row per test, release and backend: ``engine``, ``version``, ``test``, ``backend``,
 ``seconds``, ``reason``, ``path``, ``expected``, ``outcome`` (ptrport's words: ``passed``,
-``failed``, ``crashed``, ``timed out``, ``error``, ``skipped``) and ``message``.
+``failed``, ``crashed``, ``timed out``, ``error``, ``skipped``), ``message`` and
+``installed_as`` (what of the release's requirements was left out or added); ``--markdown
+FILE`` the table per engine, release and path (the README's).
 
 Exit status: 0 when every outcome is the expected one; a release that cannot be installed here
 prints ``skipped: <reason>``, and its rows are ``skipped``, which is exit 0 too unless
@@ -159,6 +161,8 @@ class Row:
     installed: bool = True
     """False where the release could not be installed: the row is ``skipped``, which is no
     unexpected outcome (``--require`` makes it a failure of the run)."""
+    installed_as: str = ""
+    """How the release was installed here: what of its requirements was left out or added."""
 
     @property
     def unexpected(self) -> bool:
@@ -176,6 +180,7 @@ class Row:
             "expected": self.expected,
             "outcome": self.outcome,
             "message": self.message,
+            "installed_as": self.installed_as,
         }
 
 
@@ -746,6 +751,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
     total = time.perf_counter() - start
+    for run in runs:
+        for row in run.rows:
+            row.installed_as = run.release.installed_as()
     rows = [row for run in runs for row in run.rows]
     print(table([run for run in runs if run.rows]))
     ran = [row for row in rows if row.installed]

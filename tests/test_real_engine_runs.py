@@ -227,7 +227,7 @@ class TestRun:
             (b, "skipped", "failed") for b in BACKENDS
         ]
         assert set(rows[0]) >= {"engine", "version", "test", "backend", "seconds", "reason",
-                                "path", "expected", "outcome"}  # fmt: skip
+                                "path", "expected", "outcome", "installed_as"}  # fmt: skip
         assert runs.main([*argv, "--require"]) == 1
 
     def test_a_malformed_corpus_exits_2_with_one_line(
