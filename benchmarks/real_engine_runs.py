@@ -38,7 +38,8 @@ FILE`` the table per engine, release and path (the README's).
 Exit status: 0 when every outcome is the expected one; a release that cannot be installed here
 prints ``skipped: <reason>``, and its rows are ``skipped``, which is exit 0 too unless
 ``--require`` is given; 1 for an unexpected outcome (or a skip under ``--require``); 2 for a
-malformed corpus (one line naming the file and row) or bad arguments.
+malformed corpus (one line naming the file and row), bad arguments, or a checkout whose
+ptrport does not build.
 """
 
 from __future__ import annotations
@@ -731,7 +732,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             installing = time.perf_counter()
             try:
                 venv, run.cached = ensure_release(release, cache, cache / "downloads")
-                wheel = wheel or build_ptrport(scratch / "wheel")
+                if wheel is None:
+                    try:
+                        wheel = build_ptrport(scratch / "wheel")
+                    except CannotInstall as exc:  # this checkout's fault, not the engine's
+                        print(f"real_engine_runs.py: {exc}", file=sys.stderr)
+                        return 2
                 install_ptrport(venv, wheel)
                 if not run.cached:
                     check_collection(venv, release, args.corpus, _files(listed))
