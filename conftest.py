@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from ptrport.run import profiles
+from tests.optional import require_triton
 
 pytest_plugins = ["pytester"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    require_triton()
     profiles.activate(Path(config.invocation_params.dir) / "reports")

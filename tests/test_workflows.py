@@ -356,6 +356,14 @@ def test_ci_runs_the_tests_lint_and_type_check(ci: dict[str, Any]) -> None:
     assert "npm ci --prefix tools" in runs(job)
 
 
+def test_ci_requires_what_its_tests_would_otherwise_skip_without(ci: dict[str, Any]) -> None:
+    """As .ci/run does: a missing Chromium, Triton or actionlint fails the tests."""
+    env = ci["jobs"]["checks"]["env"]
+    for switch in ("ACTIONLINT", "CHROMIUM", "TRITON"):
+        assert env[f"PTRPORT_REQUIRE_{switch}"] == "1"
+        assert f"export PTRPORT_REQUIRE_{switch}=1" in (ROOT / ".ci" / "run").read_text()
+
+
 def test_ci_runs_the_cpu_platforms_and_uploads_their_reports(ci: dict[str, Any]) -> None:
     _, job = matrix_job(ci)
     envs = job["strategy"]["matrix"]["env"]
