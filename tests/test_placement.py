@@ -63,32 +63,37 @@ class TestPlace:
             assert tensor.data_ptr() == 1 << 63
             assert tensor[10:].data_ptr() == (1 << 63) + 40
 
-    def test_a_misaligned_address_is_refused_in_one_line_and_changes_nothing(self) -> None:
-        tensor = torch.zeros(16, dtype=torch.uint8)
-        with presenting(USM) as memory:
-            before = tensor.data_ptr()
-            with pytest.raises(PlacementError, match=r"must keep its real address's alignment"):
-                memory.place(tensor, HIGH_HALF + 1)
-            assert tensor.data_ptr() == before
-
-    def test_an_overlapping_placement_is_refused_naming_the_memory_there(self) -> None:
-        first = torch.zeros(256, dtype=torch.uint8)
-        second = torch.zeros(256, dtype=torch.uint8)
-        with presenting(USM) as memory:
-            memory.place(first, HIGH_HALF)
-            with pytest.raises(PlacementError, match=r"overlaps memory at \[0x8000000000000000"):
-                memory.place(second, HIGH_HALF + 128)
-            assert first.data_ptr() == HIGH_HALF
-            memory.place(second, HIGH_HALF + 256)
-            assert second.data_ptr() == HIGH_HALF + 256
-
     @pytest.mark.parametrize(
-        ("at", "why"), [(ADDRESS_LIMIT - 64, "past 2\\*\\*64"), (ADDRESS_LIMIT, "not a 64-bit")]
-    )
-    def test_a_placement_that_runs_past_2_64_is_refused(self, at: int, why: str) -> None:
-        tensor = torch.zeros(128, dtype=torch.uint8)
-        with presenting(USM) as memory, pytest.raises(PlacementError, match=why):
-            memory.place(tensor, at)
+        ("place", "at", "why"),
+        [
+            pytest.param(None, HIGH_HALF + 1, r"must keep its real address's alignment",
+                         id="misaligned"),
+            pytest.param(None, HIGH_HALF + 128, r"overlaps memory at \[0x8000000000000000",
+                         id="overlapping"),
+            pytest.param(None, ADDRESS_LIMIT - 64, r"would run past 2\*\*64", id="past-2-64"),
+            pytest.param(None, ADDRESS_LIMIT, "not a 64-bit address", id="too-high"),
+            pytest.param(None, -64, "not a 64-bit address", id="negative"),
+            pytest.param("x", HIGH_HALF, r"cannot place str 'x': place\(\) takes a torch.Tensor",
+                         id="not-a-tensor"),
+            pytest.param(torch.zeros(8, device="meta"), HIGH_HALF, "only CPU memory",
+                         id="not-cpu-memory"),
+        ],
+    )  # fmt: skip
+    def test_a_bad_placement_is_refused_in_one_line_and_changes_nothing(
+        self, place: object, at: int, why: str
+    ) -> None:
+        placed = torch.zeros(256, dtype=torch.uint8)
+        tensor = torch.zeros(256, dtype=torch.uint8)
+        with presenting(USM) as memory:
+            memory.place(placed, HIGH_HALF)
+            before = tensor.data_ptr()
+            with pytest.raises(PlacementError, match=why) as refused:
+                memory.place(tensor if place is None else place, at)  # type: ignore[arg-type]
+            assert "\n" not in str(refused.value)
+            assert (placed.data_ptr(), tensor.data_ptr()) == (HIGH_HALF, before)
+            assert memory.placements() == [HIGH_HALF]
+            memory.place(tensor, HIGH_HALF + 256)  # the next good one is taken
+            assert tensor.data_ptr() == HIGH_HALF + 256
 
     def test_placing_again_moves_the_storage_and_its_old_range_faults(self) -> None:
         tensor = torch.zeros(64, dtype=torch.uint8)

@@ -202,6 +202,11 @@ class DeviceMemory:
         in ``[0, 2**64)`` without overlapping memory handed out before; else
         :class:`PlacementError`, and nothing changes. With ``window``, only the tensor's own
         bytes are memory, not the rest of its storage."""
+        if not isinstance(tensor, torch.Tensor):
+            raise PlacementError(
+                f"cannot place {type(tensor).__name__} {_short_repr(tensor)}: place() takes a "
+                "torch.Tensor"
+            )
         if not tensor.is_cpu:
             raise PlacementError(f"cannot place a tensor on {tensor.device}: only CPU memory")
         storage = tensor.untyped_storage()
@@ -348,6 +353,12 @@ class DeviceMemory:
         if not bool(valid[0]) and not any(r.placed for r in self._by_storage.values()):
             return f"device fault on {name}: {where}, which is no {name} address"
         return f"device fault on {name}: {where}, where no memory of the check lies"
+
+
+def _short_repr(value: object) -> str:
+    """``repr(value)``'s first line, cut to 40 characters."""
+    text = (repr(value).splitlines() or [""])[0]
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _span(found: _Range) -> str:
