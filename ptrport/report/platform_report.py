@@ -24,6 +24,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,6 +82,12 @@ class RunInfo:
             **({"contracts": self.contracts} if self.contracts else {}),
             **({"subject_specs": self.subject_specs} if self.subject_specs else {}),
         }
+
+
+def iso_time(timestamp: float) -> str:
+    """A report's time (``RunInfo.started``, ``finished``): ``timestamp`` in UTC, to the
+    second, in ISO 8601."""
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
 
 
 def totals(results: Iterable[Result]) -> dict[str, int]:

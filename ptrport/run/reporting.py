@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ from ptrport.report.platform_report import (
     ReportWriter,
     RunInfo,
     build_report,
+    iso_time,
     scenario_speed,
 )
 from ptrport.report.records import Outcome, Result
@@ -147,14 +147,14 @@ class RunReport:
         settings = self.settings
         finished = time.time() if status != RUNNING else None
         return RunInfo(
-            started=_iso(settings.started),
+            started=iso_time(settings.started),
             hypothesis_profile=profiles.current_name(),
             seed=settings.run_seed,
             backend_spec=settings.selection.spec,
             subjects=tuple(settings.subjects),
             argv=tuple(self.config.invocation_params.args),
             status=status,
-            finished=_iso(finished) if finished is not None else None,
+            finished=iso_time(finished) if finished is not None else None,
             duration_s=finished - settings.started if finished is not None else None,
             scenarios=scenario_speed(self.results) if finished is not None else None,
             contracts={
@@ -249,7 +249,3 @@ def _unwritable(directory: Path) -> str | None:
     except OSError as exc:
         return exc.strerror or str(exc)
     return None
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
@@ -19,6 +18,7 @@ from ptrport.report.platform_report import (
     FINISHED,
     RunInfo,
     build_report,
+    iso_time,
     load_report,
     replace_scenario_results,
     report_path,
@@ -67,7 +67,7 @@ class StandaloneRun:
 
     @property
     def started_iso(self) -> str:
-        return _iso(self.started)
+        return iso_time(self.started)
 
     def each_available(self, unavailable: Callable[[Backend], None]) -> Iterator[Backend]:
         """Each available backend in turn, inside its scope (:meth:`Backend.running`);
@@ -99,7 +99,7 @@ class StandaloneRun:
             subjects=(),
             argv=tuple(self.argv),
             status=FINISHED,
-            finished=_iso(finished),
+            finished=iso_time(finished),
             duration_s=finished - self.started,
         )
         report = build_report(
@@ -115,7 +115,3 @@ class StandaloneRun:
 def heading(backend: Backend) -> str:
     """``cpu (Intel Xeon, torch 2.13.0+cpu)``: what a command's output for a backend starts with."""
     return f"{backend.name} ({backend.device_model() or backend.device}, torch {torch.__version__})"
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
