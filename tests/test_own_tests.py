@@ -40,14 +40,14 @@ def copy_through_a_table(src, dst, dtype):
 """
 
 
-def _report(pytester: pytest.Pytester) -> list[dict[str, Any]]:
-    (path,) = (pytester.path / "reports").glob("*.json")
+def _report(pytester: pytest.Pytester, reports: str = "reports") -> list[dict[str, Any]]:
+    (path,) = (pytester.path / reports).glob("*.json")
     results: list[dict[str, Any]] = json.loads(path.read_text())["results"]
     return results
 
 
-def _outcomes(pytester: pytest.Pytester) -> list[tuple[str, str, str]]:
-    return sorted((r["check"], r["backend"], r["outcome"]) for r in _report(pytester))
+def _outcomes(pytester: pytest.Pytester, reports: str = "reports") -> list[tuple[str, str, str]]:
+    return sorted((r["check"], r["backend"], r["outcome"]) for r in _report(pytester, reports))
 
 
 @pytest.fixture
@@ -282,13 +282,14 @@ def test_n(ptrport_device, n):
     assert n != 2 or ptrport_device.name != "cpu-tbi"
 """
         )
-        serial_run = project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "--no-isolate")
-        serial = _outcomes(project)
-        for report in (project.path / "reports").glob("*.json"):
-            report.unlink()  # the next run must write its own
-        spread_run = project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", "-n", "2")
+        run = ("--backend=cpu,cpu-usm,cpu-tbi",)
+        serial_run = project.runpytest(*run, "--no-isolate", "--report-dir=serial")
+        spread_run = project.runpytest(*run, "-n", "2", "--report-dir=parallel")
+        # Each run's own exit status and its own report: a parallel run that fails to start
+        # (exit 4, no report) cannot pass on the serial run's.
         assert serial_run.ret == spread_run.ret == pytest.ExitCode.TESTS_FAILED
-        assert _outcomes(project) == serial
+        serial = _outcomes(project, "serial")
+        assert _outcomes(project, "parallel") == serial
         assert ("test_spread.py::test_n[2]", "cpu-tbi", "failed") in serial
 
     def test_repro_prints_the_command_that_reruns_one_failure(
