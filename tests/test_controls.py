@@ -26,6 +26,7 @@ from ptrport.device.backends import (
     XpuBackend,
 )
 from ptrport.device.presentation import DeviceFault
+from ptrport.errors import HarnessError, UnsafeDereference
 from ptrport.report.records import Outcome, Result
 from tests.scenario_runs import SCENARIOS, copy_scenarios, use_profile
 
@@ -370,6 +371,74 @@ def test_controls_with_the_exposing_check_deselected_reports_it_missed_and_fails
             "missed: transfer-n-plus-one on cpu",
         ]
     )
+
+
+BROKEN_SHIFT = """
+
+@pytest.fixture(autouse=True)
+def _shift_broken_by_ptrport(monkeypatch):
+    from ptrport.check import controls
+    from ptrport.errors import HarnessError
+
+    def high_bits(self, n, shift):
+        raise {error}
+
+    monkeypatch.setattr(controls.SignedShift, "high_bits", high_bits)
+"""
+
+
+@pytest.mark.parametrize(
+    "error",
+    ['KeyError("slot")', 'HarnessError("a bug of its own")'],
+    ids=["KeyError", "HarnessError"],
+)
+def test_a_control_that_fails_with_no_catch_of_its_kind_fails_the_controls_run(
+    pytester: pytest.Pytester, error: str
+) -> None:
+    """An error in the check that is none of a catch's kinds (a mismatch, an overflow, a device
+    fault, an unsafe dereference) is a failure of the run, not the control caught."""
+    _setup(pytester, "test_address_arithmetic")
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + BROKEN_SHIFT.format(error=error))
+    result = pytester.runpytest(
+        "--backend=cpu", "--controls", "--subject=signed-shift", "--platform-name=test-platform",
+        "-k", "test_high_bits_shift_in_zeros",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"E *{error.split('(')[0]}: *",
+            "signed-shift*cpu*missed*address_arithmetic::test_high_bits_shift_in_zeros failed",
+            "missed: signed-shift on cpu",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (AssertionError("order [0, 1], expected [1, 0]"), "the verification's mismatch"),
+        (OverflowError("Python int too large to convert to C long"), "the overflow"),
+        (
+            RuntimeError("value cannot be converted to type int64_t without overflow"),
+            "the overflow",
+        ),
+        (ValueError("Overflow when unpacking long long"), "the overflow"),
+        (DeviceFault("device fault on cpu-usm: load of 8 bytes"), "a device fault"),
+        (UnsafeDereference("refusing to dereference 0x8000000000000000"), "an unsafe dereference"),
+        (ExceptionGroup("two", [AssertionError(), OverflowError()]), "the verification's mismatch"),
+        (KeyError("slot"), None),
+        (HarnessError("a bug of ptrport's"), None),
+        (ValueError("bad shape"), None),
+        (ExceptionGroup("mixed", [AssertionError(), KeyError("slot")]), None),
+    ],
+    ids=repr,
+)
+def test_a_catch_is_one_of_the_named_kinds_and_a_group_is_judged_by_its_members(
+    error: BaseException, kind: str | None
+) -> None:
+    assert controls.caught_as(error) == kind
 
 
 def test_controls_refuses_subjects_that_are_not_controls(pytester: pytest.Pytester) -> None:

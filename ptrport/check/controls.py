@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import torch
 
 from ptrport.addresses import ADDRESS_LIMIT, to_signed, to_unsigned
@@ -22,8 +23,33 @@ from ptrport.check.engines import AdmittedCopy, TorchEngine, TritonEngine, admit
 from ptrport.check.subjects import Subject, TableSubject, builtin_subjects
 from ptrport.check.tables import INT64_BITCAST, UINT64, Encoding
 from ptrport.device.backends import Backend
-from ptrport.errors import CapacityExceeded
+from ptrport.device.presentation import DeviceFault
+from ptrport.errors import CapacityExceeded, UnsafeDereference
 from ptrport.report.records import Outcome, Result, compact_example
+
+
+def caught_as(error: BaseException) -> str | None:
+    """What a control's failure with ``error`` shows, where it is a catch: the verification's
+    mismatch (an assertion, or pytest's ``fail``), the overflow (``OverflowError``, or torch's
+    and numpy's errors that say overflow), a device fault, or an unsafe dereference of a
+    synthetic address. ``None`` for anything else, an error in ptrport's own code or an
+    unrelated one: that is no catch, and the controls run fails. An exception group (Hypothesis
+    raises one for several distinct failures) is a catch where each of its members is."""
+    if isinstance(error, BaseExceptionGroup):
+        kinds = [caught_as(member) for member in error.exceptions]
+        return kinds[0] if kinds and all(kinds) else None
+    if isinstance(error, DeviceFault):
+        return "a device fault"
+    if isinstance(error, UnsafeDereference):
+        return "an unsafe dereference"
+    if isinstance(error, OverflowError) or (
+        isinstance(error, RuntimeError | ValueError) and "overflow" in str(error).lower()
+    ):
+        return "the overflow"
+    if isinstance(error, AssertionError | pytest.fail.Exception):
+        return "the verification's mismatch"
+    return None
+
 
 ROUND_TRIP = "table_round_trip"
 MIXED = "mixed_batches"

@@ -18,7 +18,7 @@ import pytest
 from hypothesis.errors import FailedHealthCheck
 
 from ptrport.addresses import to_hex
-from ptrport.check import examples
+from ptrport.check import controls, examples
 from ptrport.device import presentation
 from ptrport.errors import exception_message
 from ptrport.report.records import Outcome, describe_example
@@ -106,6 +106,16 @@ class CheckOutcomes:
                 # inputs proves nothing, so it fails even where a failure was expected.
                 if hasattr(report, "wasxfail"):
                     del report.wasxfail
+                report.outcome = "failed"
+            elif (
+                not info.own
+                and hasattr(report, "wasxfail")
+                and call.excinfo is not None
+                and controls.caught_as(call.excinfo.value) is None
+            ):
+                # A control failed, but not as catching it looks: an error in ptrport's own
+                # code, or an unrelated one. The controls run fails.
+                del report.wasxfail
                 report.outcome = "failed"
             setattr(report, CHECK_ATTRIBUTE, info.identity())
             self._observe(item, info, call, report)
