@@ -48,7 +48,7 @@ def measure(placed: bool, lanes: int, storages: int, repeat: int) -> float:
         times = []
         for _ in range(repeat):
             began = time.perf_counter()
-            memory.real(addresses, 8, "load")
+            memory.translate(addresses, 8, "load")
             times.append(time.perf_counter() - began)
     return statistics.median(times)
 

@@ -52,7 +52,7 @@ class TestPresentation:
         self, presentation: Presentation, real: int, presented: int
     ) -> None:
         assert presentation.present(real) == presented
-        back, valid = presentation.real(np.array([presented], dtype=np.uint64))
+        back, valid = presentation.unpresented(np.array([presented], dtype=np.uint64))
         assert bool(valid[0]) and int(back[0]) == real
 
     @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ class TestPresentation:
         real = data.draw(st.integers(0, presentation.limit - 1))
         presented = presentation.present(real)
         assert presented >= HIGH_HALF
-        back, valid = presentation.real(np.array([presented], dtype=np.uint64))
+        back, valid = presentation.unpresented(np.array([presented], dtype=np.uint64))
         assert bool(valid[0]) and int(back[0]) == real
 
     @pytest.mark.parametrize("presentation", UPPER_HALF, ids=lambda p: p.name)
@@ -80,7 +80,7 @@ class TestPresentation:
     def test_no_lower_half_address_is_a_presented_one(
         self, presentation: Presentation, address: int
     ) -> None:
-        _, valid = presentation.real(np.array([address], dtype=np.uint64))
+        _, valid = presentation.unpresented(np.array([address], dtype=np.uint64))
         assert not bool(valid[0])
 
 
@@ -183,7 +183,7 @@ class TestDeviceMemory:
         memory = DeviceMemory(USM)
         lanes = np.array([USM.present(0x1000 + i) for i in range(4)], dtype=np.uint64)
         with pytest.raises(DeviceFault, match=r"0xffff800000001000.*\(and 3 more lanes\)"):
-            memory.real(lanes, 1, "load")
+            memory.translate(lanes, 1, "load")
 
     def test_it_keeps_the_last_three_storages_handed_out_the_newest_last(self) -> None:
         tensors = [torch.zeros(64, dtype=torch.uint8) for _ in range(5)]

@@ -59,17 +59,18 @@ class Presentation:
         """One past the largest real address this presentation can show."""
         return 1 << TAG_SHIFT if self.tag is not None else ADDRESS_LIMIT - self.offset
 
-    def present(self, real: int) -> int:
-        if not 0 <= real < self.limit:
+    def present(self, address: int) -> int:
+        """Where the real ``address`` is shown."""
+        if not 0 <= address < self.limit:
             raise HarnessError(
-                f"cannot present {to_hex(real)} as a {self.name} address: real addresses must "
-                f"lie below {to_hex(self.limit)}"
+                f"cannot present {to_hex(address)} as a {self.name} address: real addresses "
+                f"must lie below {to_hex(self.limit)}"
             )
         if self.tag is not None:
-            return real | self.tag << TAG_SHIFT
-        return real + self.offset
+            return address | self.tag << TAG_SHIFT
+        return address + self.offset
 
-    def real(self, presented: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def unpresented(self, presented: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For ``numpy.uint64`` presented addresses: the real ones, and which were presented
         addresses at all (where not, the real value is meaningless)."""
         if self.tag is not None:
@@ -163,7 +164,7 @@ class DeviceMemory:
         nbytes = storage.nbytes()
         known = self._by_storage.get(start)
         if known is not None:
-            if known.placed and self._still_there(known):
+            if known.placed and self._kept_or_forgotten(known):
                 return known.storage_presented
             if not known.placed and known.nbytes == nbytes:
                 known.handed = next(self._handed)
@@ -307,7 +308,7 @@ class DeviceMemory:
             )
         return self._table
 
-    def real(self, presented: np.ndarray, nbytes: int, access: str) -> np.ndarray:
+    def translate(self, presented: np.ndarray, nbytes: int, access: str) -> np.ndarray:
         """The real addresses of ``nbytes``-byte accesses at ``presented`` (``numpy.uint64``),
         or :class:`DeviceFault` for the first one that is not device memory."""
         ranges, starts, sizes, reals = self._sorted()
@@ -320,7 +321,7 @@ class DeviceMemory:
             size = sizes[found]
             inside = (index >= 0) & (size >= need) & (offset <= size - need)
             for hit in np.unique(found[inside]).tolist():
-                inside &= (found != hit) | self._still_there(ranges[hit])
+                inside &= (found != hit) | self._kept_or_forgotten(ranges[hit])
             real: np.ndarray = reals[found] + offset
         else:
             inside = np.zeros(presented.shape, dtype=bool)
@@ -332,7 +333,7 @@ class DeviceMemory:
             raise DeviceFault(self._fault(int(presented.flat[bad]), nbytes, access) + more)
         return real
 
-    def _still_there(self, found: _Range) -> bool:
+    def _kept_or_forgotten(self, found: _Range) -> bool:
         """Whether a storage handed out still holds its range: one resized since (``resize_``
         moves its bytes) is forgotten, and its old range is no memory any more."""
         storage = found.storage
@@ -343,13 +344,13 @@ class DeviceMemory:
         return False
 
     def real_address(self, presented: int, nbytes: int, access: str) -> int:
-        """:meth:`real` for one address."""
-        return int(self.real(np.array([presented], dtype=np.uint64), nbytes, access)[0])
+        """:meth:`translate` for one address."""
+        return int(self.translate(np.array([presented], dtype=np.uint64), nbytes, access)[0])
 
     def _fault(self, address: int, nbytes: int, access: str) -> str:
         name = self.presentation.name
         where = f"{access} of {nbytes} byte{'s' if nbytes != 1 else ''} at {to_hex(address)}"
-        _, valid = self.presentation.real(np.array([address], dtype=np.uint64))
+        _, valid = self.presentation.unpresented(np.array([address], dtype=np.uint64))
         if not bool(valid[0]) and not any(r.placed for r in self._by_storage.values()):
             return f"device fault on {name}: {where}, which is no {name} address"
         return f"device fault on {name}: {where}, where no memory of the check lies"

@@ -128,7 +128,7 @@ def _real(handle: Any, mask: Any, access: str) -> Any:
     lanes = np.ones(addresses.shape, dtype=bool) if mask is None else mask.data
     lanes = np.broadcast_to(np.asarray(lanes, dtype=bool), addresses.shape)
     real = addresses.copy()
-    real[lanes] = memory.real(addresses[lanes], nbytes, access)
+    real[lanes] = memory.translate(addresses[lanes], nbytes, access)
     return type(handle)(real, handle.dtype)
 
 

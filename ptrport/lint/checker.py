@@ -378,24 +378,24 @@ def lint_paths(
     names = ModuleNames.of(paths, files)
     modules = [names.files[path.as_posix()] for path in files]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    with _Workers(workers if len(files) >= _PARALLEL_FROM else 1) as split:
-        results = split.map(_lint, modules, TreeIndex())
+    with _Workers(workers if len(files) >= _PARALLEL_FROM else 1) as pool:
+        results = pool.map(_lint, modules, TreeIndex())
         index = TreeIndex()
         found = _Found()
         # What a module gives may rest on what another gives (a helper returning what a
         # method of a third module returns): each round follows one more such step.
         for _ in range(_ROUNDS):
-            index, again = _index(split, results, names, index, found)
+            index, again = _index(pool, results, names, index, found)
             if not again:
                 break
-            relinted = split.map(_lint, again, index, path=lambda module: module.path)
+            relinted = pool.map(_lint, again, index, path=lambda module: module.path)
             redone = {r.path: r for r in relinted}
             results = [redone.get(result.path, result) for result in results]
     return _combine(results, len(files))
 
 
 def _index(
-    split: _Workers,
+    pool: _Workers,
     results: list[FileResult],
     names: ModuleNames,
     previous: TreeIndex,
@@ -434,7 +434,7 @@ def _index(
             if provider == result.path:
                 continue
             shape = holding.get((provider, name))
-            if shape is not None and result.unknown_stored and found.names(result, shape):
+            if shape is not None and result.unknown_stored and found.may_reach(result, shape):
                 index.shapes[key] = shape
                 used.add(key)
             elif result.unknown_storage:
@@ -443,7 +443,7 @@ def _index(
     tasks = [(names.files[path], tuple(sorted(asked))) for path, asked in sorted(wanted.items())]
     # A module's shapes rest on its text alone: those of an earlier round are kept.
     new = [task for task in tasks if (task[0].path, task[1]) not in found.shapes]
-    found.shapes.update(split.map(_shape, new, path=lambda task: task[0].path))
+    found.shapes.update(pool.map(_shape, new, path=lambda task: task[0].path))
     for path, shapes in ((m.path, found.shapes[(m.path, asked)]) for m, asked in tasks):
         for name, shape in shapes.items():
             index.shapes[shape.name] = shape
@@ -590,7 +590,7 @@ class _Found:
             kept = self.looked_up[result.path] = (result, found)
         return kept[1]
 
-    def names(self, result: FileResult, shape: Shape) -> bool:
+    def may_reach(self, result: FileResult, shape: Shape) -> bool:
         """Whether the file of ``result`` may reach what ``shape`` gives addresses through: a
         function it names; a class's attribute or method it read or called on what no class of
         its own is (:attr:`FileResult.foreign_reads`; in a file not parsed: one it names)."""

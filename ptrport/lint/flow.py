@@ -139,6 +139,9 @@ class _ClassPass:
     reads: list[tuple[str, str, Value | None]]
 
 
+CLASS_PASSES = 3
+"""How many times the methods of a module's classes are run for what the classes hold, at most
+(:meth:`ModuleFlow._settle`)."""
 _MAX_DEPTH = 4
 """How deep calls of the module's functions are followed."""
 _SHAPE_DEPTH = 2
@@ -338,7 +341,7 @@ class ModuleFlow:
         module_sites, module_launches = self.sites, self.launches
         passes: dict[str, dict[ast.AST, _ClassPass]] = {}
         pending = classes
-        for attempt in range(3):
+        for attempt in range(1, CLASS_PASSES + 1):
             # What was remembered rests on what the classes held before this attempt.
             self._memo.clear()
             for info in pending:
@@ -346,7 +349,7 @@ class ModuleFlow:
             pending = [
                 info for info in classes if not all(map(self._settled, passes[info.name].values()))
             ]
-            if not pending or attempt == 2:
+            if not pending or attempt == CLASS_PASSES:
                 break
         self._memo.clear()
         self.sites, self.launches = module_sites, module_launches
@@ -710,7 +713,7 @@ class ModuleFlow:
             return
         rule = rules.WIDTH_RULES[dtype.width][0]
         message = rules.stored(value, self._text(where), dtype, storage.made)
-        itself = _made(where)
+        itself = _storage_expression(where)
         # A name holding a NumPy view of a tensor: the tensor is what to make unsigned.
         remake = None if storage.viewed and itself is where else self._text(itself)
         library = storage.viewed or dtype.library
@@ -2123,7 +2126,7 @@ def _inner_bodies(statement: ast.stmt) -> list[list[ast.stmt]]:
     return found
 
 
-def _made(node: ast.expr) -> ast.expr:
+def _storage_expression(node: ast.expr) -> ast.expr:
     """The storage itself, without the views and slices it is reached through:
     ``self.src_ptrs`` of ``self.src_ptrs.np[:n]``."""
     while True:
