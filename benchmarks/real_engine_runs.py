@@ -496,24 +496,32 @@ def check_collection(venv: Path, release: Release, corpus: Path, files: Iterable
     """The release's test files collect, their engine modules imported as in a run: a
     virtualenv whose engine does not import is no install (checked when it is built, not again
     while it is cached)."""
-    corpus = corpus.resolve()
-    command = [
-        _python(venv), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-        "-c", corpus / "pytest.ini", "--rootdir", corpus, "--backend=cpu",
-        *(corpus / release.engine / name for name in files),
-    ]  # fmt: skip
+    command = _pytest(venv, release, corpus, files, "--collect-only", "--backend=cpu")
     done = subprocess.run(
-        [str(part) for part in command],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **dict(release.env)},
+        command, capture_output=True, text=True, check=False, env=_environment(release)
     )
     if done.returncode != 0:
         lines = (done.stdout + done.stderr).splitlines()
         raised = [line[1:].strip() for line in lines if re.match(r"E\s+\w+(Error|Exception)", line)]
         last = (raised or [line for line in lines if line.strip()] or ["no output"])[0]
         raise CannotInstall(f"its tests do not collect: {last}")
+
+
+def _pytest(
+    venv: Path, release: Release, corpus: Path, files: Iterable[str], *options: str
+) -> list[str]:
+    """pytest in the release's virtualenv on its test ``files``, with the corpus's own
+    configuration (node ids relative to the corpus, ``vllm/test_....py::test``)."""
+    corpus = corpus.resolve()
+    return [
+        str(_python(venv)), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        "-c", str(corpus / "pytest.ini"), "--rootdir", str(corpus), *options,
+        *(str(corpus / release.engine / name) for name in files),
+    ]  # fmt: skip
+
+
+def _environment(release: Release) -> dict[str, str]:
+    return {**os.environ, **dict(release.env), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def build_ptrport(into: Path) -> Path:
@@ -551,21 +559,17 @@ def run_release(
     files = _files(expectations)
     # Run from the scratch folder: Hypothesis keeps its database where a run starts.
     scratch.mkdir(parents=True, exist_ok=True)
-    corpus = corpus.resolve()
     report_dir = scratch / f"reports-{release.name}"
-    command = [
-        str(_python(venv)), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-        "-c", str(corpus / "pytest.ini"), "--rootdir", str(corpus),
+    command = _pytest(
+        venv, release, corpus, files,
         f"--backend={','.join(BACKENDS)}", f"--report-dir={report_dir}",
         f"--platform-name={release.name}",
-        *(str(corpus / release.engine / name) for name in files),
-    ]  # fmt: skip
-    env = {**os.environ, **dict(release.env), "PYTHONDONTWRITEBYTECODE": "1"}
+    )  # fmt: skip
     start = time.perf_counter()
     try:
         done = subprocess.run(
-            command, cwd=scratch, env=env, capture_output=True, text=True, check=False,
-            timeout=RUN_TIMEOUT_S,
+            command, cwd=scratch, env=_environment(release), capture_output=True, text=True,
+            check=False, timeout=RUN_TIMEOUT_S,
         )  # fmt: skip
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
         problem = "" if done.returncode in (0, 1) else f"pytest exited {done.returncode}: {tail[0]}"
