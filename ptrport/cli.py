@@ -61,7 +61,62 @@ if TYPE_CHECKING:
     from ptrport.report.records import Result
     from ptrport.run.standalone import StandaloneRun
 
+    Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+    """Where a command's parser is added: the commands of ``ptrport``, or the actions of
+    ``ptrport report``."""
+
 BAD_INPUT = 2
+
+
+# Options and values that several commands share
+
+
+def _backend_option(parser: argparse.ArgumentParser, verb: str) -> None:
+    parser.add_argument(
+        "--backend",
+        default="available",
+        metavar="NAME[,NAME]|all|available",
+        help=f"backends to {verb} (default: available)",
+    )
+
+
+def _report_options(parser: argparse.ArgumentParser) -> None:
+    """Where a command that records results puts them: the platform report, as pytest names it."""
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        default=Path(os.environ.get("PTRPORT_REPORT_DIR") or "reports"),
+        metavar="DIR",
+        help="where the platform report is (default: $PTRPORT_REPORT_DIR, else reports)",
+    )
+    parser.add_argument(
+        "--platform-name",
+        type=_platform_name,
+        metavar="ID",
+        help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
+    )
+
+
+def _platform_name(value: str) -> str:
+    from ptrport.device.fingerprint import check_platform_id
+
+    try:
+        return check_platform_id(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _repeat(value: str) -> int:
+    try:
+        repeat = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if repeat < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return repeat
+
+
+# The commands, in the order of ``ptrport --help``: each handler, then the builder of its parser
 
 
 def _backends(args: argparse.Namespace) -> int:
@@ -91,6 +146,19 @@ def _backends(args: argparse.Namespace) -> int:
     return 1 if absent else 0
 
 
+def _backends_parser(commands: Commands) -> None:
+    parser = commands.add_parser("backends", help="which backends this machine has, and why not")
+    parser.add_argument("--json", action="store_true", help="print the platform fingerprint")
+    parser.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="exit 1 unless this backend is available (repeatable)",
+    )
+    parser.set_defaults(run=_backends)
+
+
 def _subjects(args: argparse.Namespace) -> int:
     from ptrport.check import controls
     from ptrport.check.subjects import builtin_subjects
@@ -118,17 +186,9 @@ def _subjects(args: argparse.Namespace) -> int:
     return 0
 
 
-def _matrix(args: argparse.Namespace) -> int:
-    from ptrport.report import local_matrix
-
-    return local_matrix.main_run(
-        args.kinds or list(defaults.DEFAULT_KINDS),
-        reports=args.reports,
-        baseline=args.baseline,
-        no_run=args.no_run,
-        do_promote=args.promote,
-        expectations=args.expectations,
-    )
+def _subjects_parser(commands: Commands) -> None:
+    parser = commands.add_parser("subjects", help="the built-in subjects and controls")
+    parser.set_defaults(run=_subjects)
 
 
 SCENARIOS = (
@@ -154,18 +214,90 @@ def _scenarios(*arguments: str) -> int:
     return int(pytest.main([*SCENARIOS, *quiet, *arguments]))
 
 
+def _run_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run the scenarios from any directory (pytest --pyargs ptrport.scenarios) and "
+        "write the platform report there",
+        description="Every argument goes to pytest: --backend, --subject, -k, -n, ...",
+        add_help=False,
+    )
+    parser.set_defaults(passes_through=True)  # main() hands `run` to pytest before parsing
+
+
 def _controls(args: argparse.Namespace) -> int:
     os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
     return _scenarios("--controls", f"--backend={args.backend}", *args.pytest_args)
 
 
-def _findings_table(findings: Sequence[probe.Finding]) -> list[str]:
-    width = max(len("operation"), *(len(f.operation) for f in findings))
-    rows = [
-        ("operation", "result", "detail"),
-        *((f.operation, f.verdict, f.detail or "") for f in findings),
-    ]
-    return [f"{name:<{width}}  {verdict:<6}  {detail}".rstrip() for name, verdict, detail in rows]
+def _controls_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "controls",
+        help="run the controls catalogue (HYPOTHESIS_PROFILE=ci unless set) and print whether "
+        "each control was caught; exit non-zero if one was missed",
+        description="Any other arguments go to pytest: -k, --subject, -x, ...",
+    )
+    _backend_option(parser, "run on")
+    parser.set_defaults(run=_controls, passes_through=True)
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    from ptrport.report import local_matrix
+
+    return local_matrix.main_run(
+        args.kinds or list(defaults.DEFAULT_KINDS),
+        reports=args.reports,
+        baseline=args.baseline,
+        no_run=args.no_run,
+        do_promote=args.promote,
+        expectations=args.expectations,
+    )
+
+
+def _matrix_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "matrix",
+        help="run platform kinds with tox here, merge their reports and diff them against the "
+        "baseline; exit 1 if a check regressed or an environment wrote no report",
+    )
+    parser.add_argument(
+        "kinds",
+        nargs="*",
+        metavar="KIND",
+        help=f"tox environments to run (default: {' '.join(defaults.DEFAULT_KINDS)})",
+    )
+    parser.add_argument(
+        "--no-run",
+        action="store_true",
+        help="run nothing: merge and diff every report already in the reports directory",
+    )
+    parser.add_argument(
+        "--reports",
+        type=Path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="where the reports are and the matrix goes (default: reports)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=defaults.BASELINE,
+        metavar="MATRIX_JSON",
+        help=f"the merged result to diff against (default: {defaults.BASELINE})",
+    )
+    parser.add_argument(
+        "--expectations",
+        type=Path,
+        default=defaults.EXPECTATIONS,
+        metavar="TOML",
+        help=f"known failures (default: {defaults.EXPECTATIONS}, where it exists)",
+    )
+    parser.add_argument(
+        "--promote",
+        action="store_true",
+        help="afterwards, make this merged result the baseline",
+    )
+    parser.set_defaults(run=_matrix)
 
 
 def _standalone(args: argparse.Namespace) -> StandaloneRun:
@@ -176,6 +308,15 @@ def _standalone(args: argparse.Namespace) -> StandaloneRun:
 
 def _not_available(backend: Backend) -> None:
     print(f"{backend.name}: not available: {backend.unavailable_reason}")
+
+
+def _findings_table(findings: Sequence[probe.Finding]) -> list[str]:
+    width = max(len("operation"), *(len(f.operation) for f in findings))
+    rows = [
+        ("operation", "result", "detail"),
+        *((f.operation, f.verdict, f.detail or "") for f in findings),
+    ]
+    return [f"{name:<{width}}  {verdict:<6}  {detail}".rstrip() for name, verdict, detail in rows]
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -209,6 +350,23 @@ def _probe(args: argparse.Namespace) -> int:
     path = run.record(SCENARIO, results)
     print(f"ptrport: recorded {len(results)} {SCENARIO} results in {path}")
     return 1 if wrong else 0
+
+
+def _probe_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "probe", help="which torch operations work on uint64 on a backend; exit 1 if one is wrong"
+    )
+    parser.add_argument(
+        "--compile", action="store_true", help="also probe under torch.compile (slow to compile)"
+    )
+    parser.add_argument(
+        "--operations",
+        metavar="MODULE:ATTR",
+        help="probe this catalogue of ptrport.check.probe.Operation instead of the built-in one",
+    )
+    _backend_option(parser, "probe")
+    _report_options(parser)
+    parser.set_defaults(run=_probe)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -257,255 +415,13 @@ def _bench(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def _platform_name(value: str) -> str:
-    from ptrport.device.fingerprint import check_platform_id
-
-    try:
-        return check_platform_id(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _expectations(args: argparse.Namespace, reports: list[PlatformReport]) -> Expectations:
-    from ptrport.report.expectations import Expectations, load_expectations
-
-    if args.expectations is None:
-        return Expectations.none()
-    expectations = load_expectations(args.expectations)
-    expectations.check_known_checks(reports)
-    return expectations
-
-
-def _merge(args: argparse.Namespace) -> int:
-    if args.keep is not None and args.history is None:
-        raise HarnessError("--keep says how many nights --history DIR keeps; name the DIR")
-    from ptrport.report import history, render
-    from ptrport.report.matrix import build_matrix
-    from ptrport.report.platform_report import load_reports
-
-    reports = load_reports(args.reports)
-    expectations = _expectations(args, reports)
-    matrix = build_matrix(reports, known=expectations.find)
-    nights: list[history.Night] = []
-    if args.history is not None:
-        limit = defaults.DEFAULT_LIMIT if args.keep is None else args.keep
-        kept = history.keep_matrix(matrix, args.history, limit=limit)
-        print(f"ptrport: kept the night as {kept} (the newest {limit} nights stay)")
-        nights = history.load(args.history)
-    render.write(matrix, args.out, nights)
-    incomplete = [r.platform_id for r in reports if not r.complete]
-    note = f"; incomplete: {', '.join(incomplete)}" if incomplete else ""
-    trend = f", a trend over {len(nights)} nights" if nights else ""
-    print(
-        f"ptrport: wrote {args.out}: {len(matrix.columns)} columns from {len(reports)} "
-        f"reports, {len(matrix.rows)} checks{trend}{note}"
-    )
-    return 0
-
-
-def _render(args: argparse.Namespace) -> int:
-    from ptrport.report import render
-    from ptrport.report.matrix import build_matrix
-    from ptrport.report.platform_report import load_reports
-
-    reports = load_reports([args.matrix])
-    render.write(build_matrix(reports, known=_expectations(args, reports).find), args.out)
-    print(f"ptrport: wrote {args.out}")
-    return 0
-
-
-def _diff(args: argparse.Namespace) -> int:
-    from ptrport.report import diff
-    from ptrport.report.platform_report import load_reports
-
-    baseline = load_reports([args.baseline])
-    current = load_reports(args.current)
-    expectations = _expectations(args, baseline + current)
-    found = diff.diff_reports(
-        baseline,
-        current,
-        expectations=expectations,
-        coverage_drop=args.coverage_drop,
-        perf_drop=args.perf_drop,
-    )
-    text = diff.to_markdown(found)
-    if args.out is None:
-        print(text, end="")
-    else:
-        args.out.write_text(text, encoding="utf-8")
-        print(text.splitlines()[0].lstrip("# "))
-    return 1 if found.regressed else 0
-
-
-def _repro(args: argparse.Namespace) -> int:
-    from ptrport.report import repro
-    from ptrport.report.platform_report import load_reports
-
-    (report, *others) = load_reports([args.report])
-    if others:
-        raise repro.ReproError(f"{args.report}: holds several reports; pass one platform's")
-    if args.all:
-        written = repro.write_scripts(report, args.out_dir)
-        print(f"ptrport: wrote {len(written)} repro scripts under {args.out_dir}")
-        return 0
-    if args.check is None:
-        raise repro.ReproError("name a failure with --check ID (and a file with -o), or use --all")
-    result = repro.select(report, check=args.check, subject=args.subject, backend=args.backend)
-    if result.own_test:
-        # A test of the user's own reruns by its node id: the command is the repro.
-        if args.out is None:
-            print(repro.command(result, report))
-            return 0
-        args.out.write_text(repro.shell_script(result, report), encoding="utf-8")
-        print(f"ptrport: wrote {args.out}; run it with: sh {args.out}")
-        return 0
-    if args.out is None:
-        raise repro.ReproError(f"{args.check} is rerun by a script: name its file with -o")
-    args.out.write_text(repro.script(result, report), encoding="utf-8")
-    print(f"ptrport: wrote {args.out}; run it with: python {args.out}")
-    return 0
-
-
-def _coverage_drop(value: str) -> float:
-    try:
-        drop = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not 0 <= drop < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not a fraction in [0, 1)")
-    return drop
-
-
-def _report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    report = commands.add_parser("report", help="merge, diff, render and reproduce reports")
-    actions = report.add_subparsers(dest="action", required=True, metavar="ACTION")
-    expectations = argparse.ArgumentParser(add_help=False)
-    expectations.add_argument(
-        "--expectations", type=Path, metavar="TOML", help="known failures (expectations.toml)"
-    )
-
-    merge = actions.add_parser(
-        "merge", parents=[expectations], help="the compatibility matrix of platform reports"
-    )
-    merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="file or dir")
-    merge.add_argument("-o", "--out", type=Path, required=True, help="OUT.md, .html or .json")
-    merge.add_argument(
-        "--history",
-        type=Path,
-        metavar="DIR",
-        help="also keep the matrix (JSON) in DIR as its night, named by its run's UTC start",
-    )
-    merge.add_argument(
-        "--keep",
-        type=_repeat,
-        metavar="N",
-        help=f"with --history: the newest N nights stay there (default {defaults.DEFAULT_LIMIT})",
-    )
-    merge.set_defaults(run=_merge)
-
-    render_ = actions.add_parser(
-        "render", parents=[expectations], help="a merged matrix (.json) in another format"
-    )
-    render_.add_argument("matrix", type=Path, metavar="MATRIX")
-    render_.add_argument("-o", "--out", type=Path, required=True, help="OUT.md, .html or .json")
-    render_.set_defaults(run=_render)
-
-    diff_ = actions.add_parser(
-        "diff", parents=[expectations], help="regressions against a baseline; exit 1 if any"
-    )
-    diff_.add_argument("--baseline", type=Path, required=True, help="report, dir or matrix")
-    diff_.add_argument("current", nargs="+", type=Path, metavar="CURRENT")
-    diff_.add_argument("-o", "--out", type=Path, help="write the Markdown here, not stdout")
-    diff_.add_argument(
-        "--coverage-drop",
-        type=_coverage_drop,
-        default=0.05,
-        metavar="FRACTION",
-        help="a drop in executed checks larger than this is a regression (default 0.05)",
-    )
-    diff_.add_argument(
-        "--perf-drop",
-        type=_coverage_drop,
-        default=defaults.PERF_DROP,
-        metavar="FRACTION",
-        help="a benchmark ratio (ptrport bench) falling by more than this is a performance "
-        f"regression, listed apart and counted like any other (default {defaults.PERF_DROP:g})",
-    )
-    diff_.set_defaults(run=_diff)
-
-    repro_ = actions.add_parser("repro", help="standalone scripts that rerun failures")
-    repro_.add_argument("report", type=Path, metavar="REPORT")
-    repro_.add_argument("--check", metavar="ID", help="the failing check's id")
-    repro_.add_argument("--subject", help="when the check failed for several subjects")
-    repro_.add_argument("--backend", help="when the check failed on several backends")
-    repro_.add_argument(
-        "-o", "--out", type=Path, help="the script to write (a test of yours: else printed)"
-    )
-    repro_.add_argument("--all", action="store_true", help="one script per failure")
-    repro_.add_argument("--out-dir", type=Path, default=Path("repros"), metavar="DIR")
-    repro_.set_defaults(run=_repro)
-
-
-def _backend_option(parser: argparse.ArgumentParser, verb: str) -> None:
-    parser.add_argument(
-        "--backend",
-        default="available",
-        metavar="NAME[,NAME]|all|available",
-        help=f"backends to {verb} (default: available)",
-    )
-
-
-def _report_options(parser: argparse.ArgumentParser) -> None:
-    """Where a command that records results puts them: the platform report, as pytest names it."""
-    parser.add_argument(
-        "--report-dir",
-        type=Path,
-        default=Path(os.environ.get("PTRPORT_REPORT_DIR") or "reports"),
-        metavar="DIR",
-        help="where the platform report is (default: $PTRPORT_REPORT_DIR, else reports)",
-    )
-    parser.add_argument(
-        "--platform-name",
-        type=_platform_name,
-        metavar="ID",
-        help="the report's platform id (default: $PTRPORT_PLATFORM, else from the backends)",
-    )
-
-
-def _probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    probe_ = commands.add_parser(
-        "probe", help="which torch operations work on uint64 on a backend; exit 1 if one is wrong"
-    )
-    probe_.add_argument(
-        "--compile", action="store_true", help="also probe under torch.compile (slow to compile)"
-    )
-    probe_.add_argument(
-        "--operations",
-        metavar="MODULE:ATTR",
-        help="probe this catalogue of ptrport.check.probe.Operation instead of the built-in one",
-    )
-    _backend_option(probe_, "probe")
-    _report_options(probe_)
-    probe_.set_defaults(run=_probe)
-
-
-def _repeat(value: str) -> int:
-    try:
-        repeat = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if repeat < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
-    return repeat
-
-
-def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bench_ = commands.add_parser(
+def _bench_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
         "bench",
         help="how fast staging, transfer and each engine are against the copy floor; recorded "
         "in the platform report's benchmarks section",
     )
-    bench_.add_argument(
+    parser.add_argument(
         "--repeat",
         type=_repeat,
         default=defaults.DEFAULT_REPEAT,
@@ -514,12 +430,12 @@ def _bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         f"{defaults.DEFAULT_REPEAT}; Triton's interpreter on CPU: at most "
         f"{defaults.INTERPRETED_REPEAT})",
     )
-    bench_.add_argument(
+    parser.add_argument(
         "--quick", action="store_true", help="smaller tables and batches (a tenth or so)"
     )
-    _backend_option(bench_, "measure")
-    _report_options(bench_)
-    bench_.set_defaults(run=_bench)
+    _backend_option(parser, "measure")
+    _report_options(parser)
+    parser.set_defaults(run=_bench)
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -561,8 +477,8 @@ def _lint(args: argparse.Namespace) -> int:
     return 1 if run.reported else 0
 
 
-def _lint_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    lint_ = commands.add_parser(
+def _lint_parser(commands: Commands) -> None:
+    parser = commands.add_parser(
         "lint",
         help="find where device addresses meet int64, narrow or float storage in Python "
         "source, without running it; exit 1 if any (new ones, with a baseline)",
@@ -573,60 +489,258 @@ def _lint_command(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "baseline; each option below replaces its key. Exit status: 0 nothing found (nothing "
         "new, with a baseline), 1 findings, 2 bad input.",
     )
-    lint_.add_argument(
+    parser.add_argument(
         "paths",
         nargs="*",
         type=Path,
         metavar="PATH",
         help="file or directory (default: the configuration's paths, else .)",
     )
-    lint_.add_argument(
+    parser.add_argument(
         "--format",
         choices=FORMATS,
         default="text",
         help="text (default), json, sarif (SARIF 2.1.0, for GitHub code scanning), or github "
         "(workflow annotations)",
     )
-    lint_.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
-    lint_.add_argument(
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
+    parser.add_argument(
         "--jobs",
         type=_repeat,
         metavar="N",
         help="processes for a large tree (default: one per CPU)",
     )
     for option, what in (("select", "report only"), ("ignore", "do not report")):
-        lint_.add_argument(
+        parser.add_argument(
             f"--{option}",
             action="append",
             metavar="RULE[,RULE]",
             help=f"{what} these rules (repeatable)",
         )
-    lint_.add_argument(
+    parser.add_argument(
         "--exclude",
         action="append",
         metavar="GLOB",
         help="leave out files whose path from here, or a directory or name in it, matches "
         "(repeatable)",
     )
-    lint_.add_argument(
+    parser.add_argument(
         "--baseline",
         type=Path,
         metavar="FILE",
         help="fail only on findings this baseline does not hold; list its stale entries",
     )
-    lint_.add_argument(
+    parser.add_argument(
         "--write-baseline",
         type=Path,
         metavar="FILE",
         help="write every finding to this baseline and exit 0",
     )
-    lint_.add_argument(
+    parser.add_argument(
         "--config",
         type=Path,
         metavar="PYPROJECT",
         help="read [tool.ptrport.lint] from this file instead",
     )
-    lint_.set_defaults(run=_lint)
+    parser.set_defaults(run=_lint)
+
+
+# ``ptrport report``: its parser, then each action's handler and the builder of its parser
+
+
+def _report_parser(commands: Commands) -> None:
+    parser = commands.add_parser("report", help="merge, diff, render and reproduce reports")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    _merge_parser(actions)
+    _render_parser(actions)
+    _diff_parser(actions)
+    _repro_parser(actions)
+
+
+def _expectations_option(parser: argparse.ArgumentParser) -> None:
+    """The known failures that merge, render and diff mark as expected."""
+    parser.add_argument(
+        "--expectations", type=Path, metavar="TOML", help="known failures (expectations.toml)"
+    )
+
+
+def _expectations(args: argparse.Namespace, reports: list[PlatformReport]) -> Expectations:
+    from ptrport.report.expectations import Expectations, load_expectations
+
+    if args.expectations is None:
+        return Expectations.none()
+    expectations = load_expectations(args.expectations)
+    expectations.check_known_checks(reports)
+    return expectations
+
+
+def _merge(args: argparse.Namespace) -> int:
+    if args.keep is not None and args.history is None:
+        raise HarnessError("--keep says how many nights --history DIR keeps; name the DIR")
+    from ptrport.report import history, render
+    from ptrport.report.matrix import build_matrix
+    from ptrport.report.platform_report import load_reports
+
+    reports = load_reports(args.reports)
+    expectations = _expectations(args, reports)
+    matrix = build_matrix(reports, known=expectations.find)
+    nights: list[history.Night] = []
+    if args.history is not None:
+        limit = defaults.DEFAULT_LIMIT if args.keep is None else args.keep
+        kept = history.keep_matrix(matrix, args.history, limit=limit)
+        print(f"ptrport: kept the night as {kept} (the newest {limit} nights stay)")
+        nights = history.load(args.history)
+    render.write(matrix, args.out, nights)
+    incomplete = [r.platform_id for r in reports if not r.complete]
+    note = f"; incomplete: {', '.join(incomplete)}" if incomplete else ""
+    trend = f", a trend over {len(nights)} nights" if nights else ""
+    print(
+        f"ptrport: wrote {args.out}: {len(matrix.columns)} columns from {len(reports)} "
+        f"reports, {len(matrix.rows)} checks{trend}{note}"
+    )
+    return 0
+
+
+def _merge_parser(actions: Commands) -> None:
+    parser = actions.add_parser("merge", help="the compatibility matrix of platform reports")
+    _expectations_option(parser)
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="file or dir")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="OUT.md, .html or .json")
+    parser.add_argument(
+        "--history",
+        type=Path,
+        metavar="DIR",
+        help="also keep the matrix (JSON) in DIR as its night, named by its run's UTC start",
+    )
+    parser.add_argument(
+        "--keep",
+        type=_repeat,
+        metavar="N",
+        help=f"with --history: the newest N nights stay there (default {defaults.DEFAULT_LIMIT})",
+    )
+    parser.set_defaults(run=_merge)
+
+
+def _render(args: argparse.Namespace) -> int:
+    from ptrport.report import render
+    from ptrport.report.matrix import build_matrix
+    from ptrport.report.platform_report import load_reports
+
+    reports = load_reports([args.matrix])
+    render.write(build_matrix(reports, known=_expectations(args, reports).find), args.out)
+    print(f"ptrport: wrote {args.out}")
+    return 0
+
+
+def _render_parser(actions: Commands) -> None:
+    parser = actions.add_parser("render", help="a merged matrix (.json) in another format")
+    _expectations_option(parser)
+    parser.add_argument("matrix", type=Path, metavar="MATRIX")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="OUT.md, .html or .json")
+    parser.set_defaults(run=_render)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from ptrport.report import diff
+    from ptrport.report.platform_report import load_reports
+
+    baseline = load_reports([args.baseline])
+    current = load_reports(args.current)
+    expectations = _expectations(args, baseline + current)
+    found = diff.diff_reports(
+        baseline,
+        current,
+        expectations=expectations,
+        coverage_drop=args.coverage_drop,
+        perf_drop=args.perf_drop,
+    )
+    text = diff.to_markdown(found)
+    if args.out is None:
+        print(text, end="")
+    else:
+        args.out.write_text(text, encoding="utf-8")
+        print(text.splitlines()[0].lstrip("# "))
+    return 1 if found.regressed else 0
+
+
+def _coverage_drop(value: str) -> float:
+    try:
+        drop = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 <= drop < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a fraction in [0, 1)")
+    return drop
+
+
+def _diff_parser(actions: Commands) -> None:
+    parser = actions.add_parser("diff", help="regressions against a baseline; exit 1 if any")
+    _expectations_option(parser)
+    parser.add_argument("--baseline", type=Path, required=True, help="report, dir or matrix")
+    parser.add_argument("current", nargs="+", type=Path, metavar="CURRENT")
+    parser.add_argument("-o", "--out", type=Path, help="write the Markdown here, not stdout")
+    parser.add_argument(
+        "--coverage-drop",
+        type=_coverage_drop,
+        default=0.05,
+        metavar="FRACTION",
+        help="a drop in executed checks larger than this is a regression (default 0.05)",
+    )
+    parser.add_argument(
+        "--perf-drop",
+        type=_coverage_drop,
+        default=defaults.PERF_DROP,
+        metavar="FRACTION",
+        help="a benchmark ratio (ptrport bench) falling by more than this is a performance "
+        f"regression, listed apart and counted like any other (default {defaults.PERF_DROP:g})",
+    )
+    parser.set_defaults(run=_diff)
+
+
+def _repro(args: argparse.Namespace) -> int:
+    from ptrport.report import repro
+    from ptrport.report.platform_report import load_reports
+
+    (report, *others) = load_reports([args.report])
+    if others:
+        raise repro.ReproError(f"{args.report}: holds several reports; pass one platform's")
+    if args.all:
+        written = repro.write_scripts(report, args.out_dir)
+        print(f"ptrport: wrote {len(written)} repro scripts under {args.out_dir}")
+        return 0
+    if args.check is None:
+        raise repro.ReproError("name a failure with --check ID (and a file with -o), or use --all")
+    result = repro.select(report, check=args.check, subject=args.subject, backend=args.backend)
+    if result.own_test:
+        # A test of the user's own reruns by its node id: the command is the repro.
+        if args.out is None:
+            print(repro.command(result, report))
+            return 0
+        args.out.write_text(repro.shell_script(result, report), encoding="utf-8")
+        print(f"ptrport: wrote {args.out}; run it with: sh {args.out}")
+        return 0
+    if args.out is None:
+        raise repro.ReproError(f"{args.check} is rerun by a script: name its file with -o")
+    args.out.write_text(repro.script(result, report), encoding="utf-8")
+    print(f"ptrport: wrote {args.out}; run it with: python {args.out}")
+    return 0
+
+
+def _repro_parser(actions: Commands) -> None:
+    parser = actions.add_parser("repro", help="standalone scripts that rerun failures")
+    parser.add_argument("report", type=Path, metavar="REPORT")
+    parser.add_argument("--check", metavar="ID", help="the failing check's id")
+    parser.add_argument("--subject", help="when the check failed for several subjects")
+    parser.add_argument("--backend", help="when the check failed on several backends")
+    parser.add_argument(
+        "-o", "--out", type=Path, help="the script to write (a test of yours: else printed)"
+    )
+    parser.add_argument("--all", action="store_true", help="one script per failure")
+    parser.add_argument("--out-dir", type=Path, default=Path("repros"), metavar="DIR")
+    parser.set_defaults(run=_repro)
+
+
+# Parsing and dispatch
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -635,81 +749,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ptrport {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    backends = commands.add_parser("backends", help="which backends this machine has, and why not")
-    backends.add_argument("--json", action="store_true", help="print the platform fingerprint")
-    backends.add_argument(
-        "--require",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="exit 1 unless this backend is available (repeatable)",
-    )
-    backends.set_defaults(run=_backends)
-    subjects = commands.add_parser("subjects", help="the built-in subjects and controls")
-    subjects.set_defaults(run=_subjects)
-    run_ = commands.add_parser(
-        "run",
-        help="run the scenarios from any directory (pytest --pyargs ptrport.scenarios) and "
-        "write the platform report there",
-        description="Every argument goes to pytest: --backend, --subject, -k, -n, ...",
-        add_help=False,
-    )
-    run_.set_defaults(passes_through=True)  # main() hands `run` to pytest before parsing
-    controls_ = commands.add_parser(
-        "controls",
-        help="run the controls catalogue (HYPOTHESIS_PROFILE=ci unless set) and print whether "
-        "each control was caught; exit non-zero if one was missed",
-        description="Any other arguments go to pytest: -k, --subject, -x, ...",
-    )
-    _backend_option(controls_, "run on")
-    controls_.set_defaults(run=_controls, passes_through=True)
-    matrix_ = commands.add_parser(
-        "matrix",
-        help="run platform kinds with tox here, merge their reports and diff them against the "
-        "baseline; exit 1 if a check regressed or an environment wrote no report",
-    )
-    matrix_.add_argument(
-        "kinds",
-        nargs="*",
-        metavar="KIND",
-        help=f"tox environments to run (default: {' '.join(defaults.DEFAULT_KINDS)})",
-    )
-    matrix_.add_argument(
-        "--no-run",
-        action="store_true",
-        help="run nothing: merge and diff every report already in the reports directory",
-    )
-    matrix_.add_argument(
-        "--reports",
-        type=Path,
-        default=Path("reports"),
-        metavar="DIR",
-        help="where the reports are and the matrix goes (default: reports)",
-    )
-    matrix_.add_argument(
-        "--baseline",
-        type=Path,
-        default=defaults.BASELINE,
-        metavar="MATRIX_JSON",
-        help=f"the merged result to diff against (default: {defaults.BASELINE})",
-    )
-    matrix_.add_argument(
-        "--expectations",
-        type=Path,
-        default=defaults.EXPECTATIONS,
-        metavar="TOML",
-        help=f"known failures (default: {defaults.EXPECTATIONS}, where it exists)",
-    )
-    matrix_.add_argument(
-        "--promote",
-        action="store_true",
-        help="afterwards, make this merged result the baseline",
-    )
-    matrix_.set_defaults(run=_matrix)
-    _probe_command(commands)
-    _bench_command(commands)
-    _lint_command(commands)
-    _report_commands(commands)
+    _backends_parser(commands)
+    _subjects_parser(commands)
+    _run_parser(commands)
+    _controls_parser(commands)
+    _matrix_parser(commands)
+    _probe_parser(commands)
+    _bench_parser(commands)
+    _lint_parser(commands)
+    _report_parser(commands)
     return parser
 
 
@@ -719,11 +767,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Everything after `run` is pytest's, --help and values that look like ours included.
         return _scenarios(*arguments[1:])
     parser = _parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(arguments)
     if extra and not getattr(args, "passes_through", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = arguments
     try:
         code: int = args.run(args)
     except HarnessError as exc:
