@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptrport.lint.checker import lint_paths, python_files  # noqa: E402
+from ptrport.lint.checker import lint_paths  # noqa: E402
+from ptrport.lint.sources import python_files  # noqa: E402
 
 CORPUS = ROOT / "tests" / "lint_corpus"
 

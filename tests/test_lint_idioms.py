@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ptrport.lint import checker
+from ptrport.lint import file_lint
 from ptrport.lint.checker import LintRun, lint_paths
 from tests.lint_markers import compare, describe, labels
 
@@ -348,13 +348,13 @@ def test_a_module_is_analysed_again_where_it_reads_what_a_class_of_another_gives
     once the pool is known; ``local`` names ``ptrs`` only as a parameter and as its own class's
     attribute, and is analysed once."""
     analysed: list[str] = []
-    lint_file = checker.lint_file
+    lint_file = file_lint.lint_file
 
-    def counted(path: Path, **kwargs: Any) -> checker.FileResult:
+    def counted(path: Path, **kwargs: Any) -> file_lint.FileResult:
         analysed.append(path.name)
         return lint_file(path, **kwargs)
 
-    monkeypatch.setattr(checker, "lint_file", counted)
+    monkeypatch.setattr(file_lint, "lint_file", counted)
     _check_tree(
         tmp_path,
         {
@@ -400,13 +400,13 @@ def test_a_module_is_analysed_again_where_it_reads_storage_a_class_of_another_ma
     ``table`` is int64. ``fill`` reads ``table`` on a parameter, and is analysed again once
     ``Tables`` is known; ``other`` only makes one, and is analysed once."""
     analysed: list[str] = []
-    lint_file = checker.lint_file
+    lint_file = file_lint.lint_file
 
-    def counted(path: Path, **kwargs: Any) -> checker.FileResult:
+    def counted(path: Path, **kwargs: Any) -> file_lint.FileResult:
         analysed.append(path.name)
         return lint_file(path, **kwargs)
 
-    monkeypatch.setattr(checker, "lint_file", counted)
+    monkeypatch.setattr(file_lint, "lint_file", counted)
     _check_tree(
         tmp_path,
         {

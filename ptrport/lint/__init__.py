@@ -1,7 +1,10 @@
 """``ptrport lint``: where device addresses meet storage that cannot hold ``2**63..2**64-1``,
 found in Python source without running it.
 
-:mod:`~ptrport.lint.checker` reads and parses the files; :mod:`~ptrport.lint.flow` follows the
+:mod:`~ptrport.lint.checker` runs the lint over a tree: :mod:`~ptrport.lint.sources` finds the
+files and reads what their text says, :mod:`~ptrport.lint.file_lint` lints each alone, across the
+processes of :mod:`~ptrport.lint.workers`, and :mod:`~ptrport.lint.index_rounds` again where what
+another module gives may change what it finds. :mod:`~ptrport.lint.flow` follows the
 :mod:`~ptrport.lint.values` of each module's expressions, reading what library calls do from
 :mod:`~ptrport.lint.library` and :mod:`~ptrport.lint.dtypes` and what sign conversions compute
 from :mod:`~ptrport.lint.reinterpret`; :mod:`~ptrport.lint.rules` words each site it finds,

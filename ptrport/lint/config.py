@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ptrport.errors import HarnessError
-from ptrport.lint.checker import LintRun, python_files
+from ptrport.lint.checker import LintRun
 from ptrport.lint.rules import RULES
+from ptrport.lint.sources import python_files
 
 PYPROJECT = "pyproject.toml"
 TABLE = "[tool.ptrport.lint]"

@@ -1,7 +1,7 @@
 """The modules of the linted tree as each other sees them: every file's dotted name
 (:class:`ModuleNames`), and the :class:`TreeIndex` of what the classes and functions one module
 imports from another are (their shapes), built once per run from the modules that define them
-(:mod:`ptrport.lint.checker` says when)."""
+(:mod:`ptrport.lint.index_rounds` says when)."""
 
 from __future__ import annotations
 
