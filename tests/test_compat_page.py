@@ -16,7 +16,9 @@ from ptrport.cli import main
 from ptrport.report import compat, history
 from ptrport.report.matrix import Matrix, build_matrix
 from ptrport.report.records import Outcome, Result
-from ptrport.report.render import to_html, to_markdown, write
+from ptrport.report.render import write
+from ptrport.report.render_html import to_html
+from ptrport.report.render_markdown import to_markdown
 
 ISSUE = "https://github.com/pytorch/pytorch/issues/12345"
 OPERATION = "uint64_operations::test_operation[sort]"

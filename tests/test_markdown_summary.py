@@ -16,7 +16,7 @@ from sample_reports import Known, report, result, unwritten_report
 from ptrport.report.markup import markdown_text
 from ptrport.report.matrix import Matrix, build_matrix
 from ptrport.report.records import Outcome, Result
-from ptrport.report.render import SUMMARY_LIMIT, to_markdown
+from ptrport.report.render_markdown import SUMMARY_LIMIT, to_markdown
 
 PLAIN = [
     "cpu-x86-64",

@@ -351,7 +351,8 @@ def test_not_on_usm(ptrport_device):
     ) -> None:
         from ptrport.report.matrix import build_matrix
         from ptrport.report.platform_report import load_reports
-        from ptrport.report.render import to_html, to_markdown
+        from ptrport.report.render_html import to_html
+        from ptrport.report.render_markdown import to_markdown
 
         project.makepyfile(
             test_fails="""

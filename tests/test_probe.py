@@ -40,8 +40,8 @@ from ptrport.report.platform_report import (
     write_report,
 )
 from ptrport.report.records import Outcome, Result
-from ptrport.report.render import to_html
-from ptrport.report.render import to_markdown as matrix_markdown
+from ptrport.report.render_html import to_html
+from ptrport.report.render_markdown import to_markdown as matrix_markdown
 
 CPU = CpuBackend()
 SCENARIOS = Path(__file__).resolve().parent.parent / "ptrport" / "scenarios"

@@ -25,7 +25,9 @@ from sample_reports import (
 from ptrport.report.matrix import Matrix, build_matrix
 from ptrport.report.platform_report import ReportWriter, load_report, load_reports
 from ptrport.report.records import Outcome, Result
-from ptrport.report.render import RenderError, to_html, to_json, to_markdown, write
+from ptrport.report.render import RenderError, to_json, write
+from ptrport.report.render_html import to_html
+from ptrport.report.render_markdown import to_markdown
 
 HOSTILE = (
     "<script>alert(1)</script>"
