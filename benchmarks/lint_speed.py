@@ -261,7 +261,7 @@ def main() -> int:
         )
         return 2
     against = args.against.expanduser().resolve()
-    if not (against / "ptrport" / "cli.py").is_file():
+    if not (against / "ptrport" / "lint").is_dir():
         print(f"lint_speed.py: {args.against} is no ptrport checkout", file=sys.stderr)
         return 2
     if args.pyflakes and importlib.util.find_spec("pyflakes") is None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -72,3 +75,37 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
         main([])
     assert exited.value.code == 2
     assert "required: COMMAND" in capsys.readouterr().err
+
+
+CONSOLE_SCRIPT = Path(sys.executable).with_name("ptrport")
+
+
+def _console(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    if not CONSOLE_SCRIPT.exists():
+        pytest.skip(f"no ptrport console script beside {sys.executable}")
+    return subprocess.run(
+        [str(CONSOLE_SCRIPT), *arguments],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_run_help_names_the_command(tmp_path: Path) -> None:
+    done = _console("run", "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: ptrport run [options]")
+
+
+def test_a_run_of_a_triton_scenario_ends_without_a_leak_report(tmp_path: Path) -> None:
+    """The console script's exit (not pytest's, not main()'s) after Triton kernels ran: no
+    nanobind report of objects left alive."""
+    pytest.importorskip("triton")
+    done = _console("run", "--backend=cpu", "-k", "triton_kernel", "-p", "no:cacheprovider",
+                    cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "passed" in done.stdout
+    output = done.stdout + done.stderr
+    assert "leaked" not in output and "nanobind" not in output, output[-2000:]
