@@ -346,32 +346,70 @@ def test_not_on_usm(ptrport_device):
         )
         assert rerun.returncode == 1 and "1 failed" in rerun.stdout, rerun.stdout
 
-    def test_the_job_summary_gives_an_own_tests_failure_the_command_that_prints_its_rerun(
+    def test_one_cause_on_four_backends_is_one_group_on_the_page_rerun_by_its_pytest_command(
         self, project: pytest.Pytester
     ) -> None:
-        from ptrport.report.matrix import build_matrix
-        from ptrport.report.platform_report import load_reports
-        from ptrport.report.render_html import to_html
-        from ptrport.report.render_markdown import to_markdown
+        from ptrport.cli import main
 
         project.makepyfile(
-            test_fails="""
+            test_table="""
 import pytest
+import torch
 
 
-@pytest.mark.ptrport(backends=["cpu-usm"])
-def test_not_on_usm(ptrport_device):
-    assert ptrport_device.name != "cpu-usm"
+@pytest.mark.ptrport
+def test_pointer_table(ptrport_device):
+    src = torch.zeros(64, dtype=torch.uint8)
+    dst = torch.zeros(64, dtype=torch.uint8)
+    ptrport_device.place(src, at=1 << 63)
+    torch.tensor([src.data_ptr(), dst.data_ptr()], dtype=torch.int64)
 """
         )
-        project.runpytest("--backend=cpu-usm", "--no-isolate", "--platform-name=lab")
-        matrix = build_matrix(load_reports([project.path / "reports" / "lab.json"]))
-        command = (
-            "ptrport report repro reports/lab.json --check test_fails.py::test_not_on_usm "
-            "--subject 'own test' --backend cpu-usm"
+        backends = ("cpu", "cpu-usm", "cpu-tbi", "cpu-placed")
+        project.runpytest(f"--backend={','.join(backends)}", "--no-isolate", "--platform-name=lab")
+        results = _report(project)
+        assert [(r["backend"], r["outcome"]) for r in results] == [(b, "failed") for b in backends]
+        # Each backend says where it held the memory, in its own words and addresses.
+        assert len({r["message"] for r in results}) > 1
+        report = project.path / "reports" / "lab.json"
+        run = json.loads(report.read_text())["run"]
+        for page in ("matrix.md", "matrix.html"):
+            assert main(["report", "merge", str(report), "-o", str(project.path / page)]) == 0
+        markdown = (project.path / "matrix.md").read_text()
+        html = (project.path / "matrix.html").read_text()
+
+        # The headline speaks of the marked test, not of pointer tables or encodings.
+        headline = markdown.split("\n\n")[1]
+        assert headline.endswith(
+            "; marked tests: **1 of 1 fails** (on cpu, cpu-usm, cpu-tbi, cpu-placed)"
+        ), headline
+        assert "marked tests: 1 of 1 fails (on cpu, cpu-usm, cpu-tbi, cpu-placed)" in html
+        for text in (markdown, html):
+            assert "uint64 pointer tables" not in text and "encodings that break" not in text
+
+        # One group naming the four backends, each backend's message and pytest command.
+        failures = markdown.split("## Failures\n\n")[1].split("\n## ")[0]
+        assert re.findall("^### .*", failures, flags=re.MULTILINE) == [
+            "### (1) **FAIL** test_table.py::test_pointer_table · own test · lab: "
+            "cpu, cpu-usm, cpu-tbi, cpu-placed"
+        ]
+        seed = f" --hypothesis-seed={run['seed']}" if run["seed"].isdigit() else ""
+        for result in results:
+            assert f"- {result['backend']}: {result['message']}\n" in failures
+            command = (
+                f"HYPOTHESIS_PROFILE={run['hypothesis_profile']} pytest "
+                f"'test_table.py::test_pointer_table[{result['backend']}]' "
+                f"--backend={result['backend']}{seed}"
+            )
+            assert command + "\n" in failures
+        assert "ptrport report repro" not in markdown
+        section = html.split('id="failures"')[1].split('id="grid"')[0]
+        assert section.count('class="failure"') == 1
+        assert "<code>cpu, cpu-usm, cpu-tbi, cpu-placed · test_table.py::test_pointer_table" in (
+            section
         )
-        assert command in to_markdown(matrix)
-        assert "test_fails.py::test_not_on_usm" in to_html(matrix)
+        assert section.count('<pre class="repro">') == 1
+        assert section.count("pytest &#x27;test_table.py::test_pointer_table[") == 4
 
 
 def test_a_run_with_marked_and_unmarked_tests_leaves_the_unmarked_ones_as_they_are(

@@ -1,6 +1,7 @@
 """What the Markdown (:mod:`ptrport.report.render_markdown`) and the HTML
 (:mod:`ptrport.report.render_html`) of a matrix say alike: the title, the label of each cell,
-the counts and versions of a column, what a platform's backends that are no column say.
+the counts and versions of a column, what a platform's backends that are no column say, what
+a headline says of marked tests.
 
 The texts are plain; each renderer escapes them its own way (:mod:`ptrport.report.markup`).
 """
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ptrport.report import op_support
+from ptrport.report.compat import Headline
 from ptrport.report.matrix import (
     BackendColumn,
     Cell,
@@ -96,3 +98,17 @@ def cell_label(scenario: str, cell: Cell) -> str:
 
 def example_json(example: dict[str, Any]) -> str:
     return json.dumps(example, indent=2, ensure_ascii=False)
+
+
+def own_tests_verdict(line: Headline) -> tuple[str, str] | None:
+    """What a platform's headline says of the tests marked ``@pytest.mark.ptrport``, where it
+    holds any: how many of those that ran fail (``1 of 2 fails``, ``0 of 2 fail``, ``not
+    run``), and on which backends (``on cpu, cpu-usm``; empty where none fails)."""
+    if line.own_tests is None:
+        return None
+    if not line.own_tests:
+        return "not run", ""
+    failing, ran = line.own_tests_failing, line.own_tests
+    count = f"{failing} of {ran} {'fails' if failing == 1 else 'fail'}"
+    where = "on " + ", ".join(line.own_tests_failing_on) if failing else ""
+    return count, where

@@ -21,6 +21,7 @@ from ptrport.report.render_common import (
     example_json,
     idle_backends,
     main_versions,
+    own_tests_verdict,
     run_state,
     scenario_title,
     short_check,
@@ -168,11 +169,17 @@ def _headline(matrix: Matrix) -> str:
             f"{line.known} known, {line.crashed} crashed"
         )
         css = "bad" if line.new_failures else "good"
-        verdicts = [f"uint64 pointer tables: {line.uint64_tables}"]
+        verdicts = []
+        if line.uint64_tables is not None:
+            verdicts.append(f"uint64 pointer tables: {line.uint64_tables}")
         if line.breaking_encodings:
             verdicts.append("encodings that break: " + ", ".join(line.breaking_encodings))
         if line.raising_operations:
             verdicts.append("uint64 operations that raise: " + ", ".join(line.raising_operations))
+        own_tests = own_tests_verdict(line)
+        if own_tests is not None:
+            count, where = own_tests
+            verdicts.append(f"marked tests: {count}" + (f" ({where})" if where else ""))
         state = "" if line.complete else " " + _tag("span", "incomplete", "incomplete")
         body = (
             _tag("strong", html_text(line.platform_id))
@@ -186,35 +193,63 @@ def _headline(matrix: Matrix) -> str:
     return _tag("section", _tag("h2", "Platforms") + _tag("ul", "".join(lines)), id="headline")
 
 
-def _failure(failure: compat.Failure) -> str:
-    where = f"{failure.backend} · {failure.check} · {failure.subject or compat.NO_SUBJECT}"
-    label = _tag("span", html_text(LABELS[failure.state]), _css_class(failure.state))
-    parts = [
-        _tag("p", label + " " + _tag("code", html_text(where))),
-        _tag("p", html_text(failure.first_line), "message"),
-    ]
-    if failure.known is not None:
-        parts.append(_known(failure.known, failure.issue))
-    if failure.counterexample:
-        parts.append(_tag("pre", html_text(failure.counterexample), "example"))
-    if failure.repro is not None:
-        parts.append(_tag("pre", html_text(failure.repro), "repro"))
-    elif failure.nodeid:
-        parts.append(_tag("p", "rerun: " + _tag("code", html_text(failure.nodeid)), "message"))
+def _per_backend(group: compat.FailureGroup, texts: list[tuple[str, str]], css: str) -> str:
+    """One text of a group, where every backend's is the same; else each backend's, named."""
+    if len({text for _, text in texts}) == 1 and len(texts) == len(group.failures):
+        return _tag("pre", html_text(texts[0][1]), css)
+    return _tag("pre", html_text("\n".join(f"{b}: {text}" for b, text in texts)), css)
+
+
+def _failure(group: compat.FailureGroup) -> str:
+    """A group of failures of one cause: where, once; its message's first line, each
+    backend's where they differ; each counterexample; the command that reproduces it on each
+    backend."""
+    first = group.first
+    backends = ", ".join(group.backends)
+    where = f"{backends} · {first.check} · {first.subject or compat.NO_SUBJECT}"
+    label = _tag("span", html_text(LABELS[first.state]), _css_class(first.state))
+    parts = [_tag("p", label + " " + _tag("code", html_text(where)))]
+    if len({f.first_line for f in group.failures}) == 1:
+        parts.append(_tag("p", html_text(first.first_line), "message"))
+    else:
+        items = "".join(
+            _tag("li", _tag("code", html_text(f.backend)) + ": " + html_text(f.first_line))
+            for f in group.failures
+        )
+        parts.append(_tag("ul", items, "message"))
+    if first.known is not None:
+        parts.append(_known(first.known, first.issue))
+    examples = [(f.backend, f.counterexample) for f in group.failures if f.counterexample]
+    if examples:
+        parts.append(_per_backend(group, examples, "example"))
+    commands = [f.repro for f in group.failures if f.repro is not None]
+    if commands:
+        parts.append(_tag("pre", html_text("\n".join(commands)), "repro"))
+    reruns = [f.nodeid for f in group.failures if f.repro is None and f.nodeid]
+    if reruns:
+        codes = ", ".join(_tag("code", html_text(n)) for n in reruns)
+        parts.append(_tag("p", "rerun: " + codes, "message"))
     return _tag("div", "".join(parts), "failure")
 
 
 def _failures(matrix: Matrix) -> str:
     found = compat.failures(matrix)
+    groups = compat.grouped(found)
     new = sum(f.known is None for f in found)
-    heading = _tag("h2", f"Failures: {new} new, {len(found) - new} known")
+    # Where failures of one cause make a group, the groups are what the section lists.
+    shown = "" if len(groups) == len(found) else f", in {_groups(len(groups))}"
+    heading = _tag("h2", f"Failures: {new} new, {len(found) - new} known{shown}")
     if not found:
         return _tag("section", heading + _tag("p", "None."), id="failures")
-    groups = []
-    for platform in dict.fromkeys(f.platform_id for f in found):
-        mine = [_failure(f) for f in found if f.platform_id == platform]
-        groups.append(_tag("h3", html_text(platform)) + "".join(mine))
-    return _tag("section", heading + "".join(groups), id="failures")
+    sections = []
+    for platform in dict.fromkeys(g.first.platform_id for g in groups):
+        mine = [_failure(g) for g in groups if g.first.platform_id == platform]
+        sections.append(_tag("h3", html_text(platform)) + "".join(mine))
+    return _tag("section", heading + "".join(sections), id="failures")
+
+
+def _groups(count: int) -> str:
+    return "one group" if count == 1 else f"{count} groups"
 
 
 def _grid(matrix: Matrix) -> str:
@@ -244,10 +279,12 @@ def _grid(matrix: Matrix) -> str:
 
 def to_html(matrix: Matrix, trends: str = "") -> str:
     """The matrix as one HTML page that needs nothing else, in the order its readers ask: a
-    line per platform with its verdict, every failure with its counterexample and the command
-    that reproduces it, subject x platform counts, the nights as a trend (``trends``, HTML of
-    :mod:`ptrport.report.trend_chart`, if given), then every check: totals per platform and backend
-    and a table per scenario whose failing cells open onto their message and counterexample.
+    line per platform with its verdicts, every failure with its counterexample and the command
+    that reproduces it (those of one cause on several backends as one group), subject x
+    platform counts, the nights as a trend (``trends``, HTML of
+    :mod:`ptrport.report.trend_chart`, if given), then every check: totals per platform and
+    backend and a table per scenario whose failing cells open onto their message and
+    counterexample.
     No script, no external assets."""
     every = [_tag("h3", "Totals") + _totals(matrix)]
     if not matrix.rows:

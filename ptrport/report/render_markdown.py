@@ -7,13 +7,12 @@ Every text that came from a report goes through :mod:`ptrport.report.markup` on 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from ptrport.report import compat
 from ptrport.report.markup import markdown_code, markdown_issue, markdown_text
-from ptrport.report.matrix import BackendColumn, Cell, CellState, Matrix, Row
-from ptrport.report.records import OWN_TEST
+from ptrport.report.matrix import Cell, CellState, Matrix
 from ptrport.report.render_common import (
     COUNT_HEADERS,
     TITLE,
@@ -23,6 +22,7 @@ from ptrport.report.render_common import (
     example_json,
     idle_backends,
     main_versions,
+    own_tests_verdict,
     run_state,
     scenario_title,
     short_check,
@@ -63,17 +63,8 @@ class _Cut(enum.Enum):
     TABLES = "the scenario tables"
 
 
-_Place = tuple[str, int, int]
-"""Where a cell is: scenario, row within the scenario, column."""
-
-
-def _detailed_cells(matrix: Matrix) -> Iterator[tuple[_Place, Row, BackendColumn, Cell]]:
-    """Cells worth a closer look, in the order the tables show them."""
-    for scenario in matrix.scenarios:
-        for number, row in enumerate(matrix.rows_of(scenario)):
-            for index, (column, cell) in enumerate(zip(matrix.columns, row.cells, strict=True)):
-                if cell.state.detailed:
-                    yield (scenario, number, index), row, column, cell
+_Numbers = dict[tuple[int, int], int]
+"""The number of each detailed cell's failure group, by (row, column) of the matrix."""
 
 
 def _row(cells: list[str]) -> str:
@@ -126,12 +117,14 @@ def _totals(matrix: Matrix) -> list[str]:
     return lines
 
 
-def _table_rows(matrix: Matrix, scenario: str, numbers: dict[_Place, int]) -> list[_TableRow]:
+def _table_rows(matrix: Matrix, scenario: str, numbers: _Numbers) -> list[_TableRow]:
     rows = []
-    for position, row in enumerate(matrix.rows_of(scenario)):
+    for position, row in enumerate(matrix.rows):
+        if row.scenario != scenario:
+            continue
         shown = []
         for index, cell in enumerate(row.cells):
-            number = numbers.get((scenario, position, index))
+            number = numbers.get((position, index))
             shown.append(_label(scenario, cell) + ("" if number is None else f" ({number})"))
         subject = "(none)" if row.subject is None else markdown_text(row.subject)
         line = _row([markdown_text(short_check(row)), subject, *shown])
@@ -169,32 +162,64 @@ def _message(message: str, cuts: set[_Cut]) -> str:
     return markdown_text(message)
 
 
-def _failure(
-    number: int, row: Row, column: BackendColumn, cell: Cell, cuts: set[_Cut]
-) -> list[str]:
-    where = [row.check, row.subject or "(no subject)", column.name]
-    lines = [
-        f"### ({number}) {_label(row.scenario, cell)} "
-        + " · ".join(markdown_text(w) for w in where),
-        "",
+def _example(title: str, example: dict[str, Any], cuts: set[_Cut]) -> list[str]:
+    text = example_json(example)
+    if _Cut.EXAMPLES in cuts or (_Cut.LONG_EXAMPLES in cuts and len(text) > _LONG_EXAMPLE):
+        return [f"{title}: left out ({len(text):,} characters).", ""]
+    return [f"{title}:", "", markdown_code(text), ""]
+
+
+def _messages(group: compat.FailureGroup, cuts: set[_Cut]) -> list[str]:
+    """The group's message once where every backend's is the same, else each backend's."""
+    if len({f.message for f in group.failures}) == 1:
+        message = group.first.message
+        return [f"Message: {_message(message, cuts)}", ""] if message else []
+    items = [
+        f"- {markdown_text(f.backend)}: {_message(f.message, cuts)}"
+        for f in group.failures
+        if f.message
     ]
-    if cell.reason is not None:
-        issue = "" if cell.issue is None else f" ({markdown_issue(cell.issue)})"
-        lines += [f"Known: {markdown_text(cell.reason)}{issue}", ""]
-    if cell.message:
-        lines += [f"Message: {_message(cell.message, cuts)}", ""]
-    if cell.example is not None or row.subject == OWN_TEST:
-        command = compat.repro_command(column.platform_id, column.backend, row.check, row.subject)
-        lines += ["Reproduce:", "", markdown_code(command), ""]
-    elif cell.nodeid:
-        lines += [f"Rerun: {markdown_text(cell.nodeid)}", ""]
-    if cell.example is not None:
-        example = example_json(cell.example)
-        if _Cut.EXAMPLES in cuts or (_Cut.LONG_EXAMPLES in cuts and len(example) > _LONG_EXAMPLE):
-            lines += [f"Minimal counterexample: left out ({len(example):,} characters).", ""]
-        else:
-            lines += ["Minimal counterexample:", "", markdown_code(example), ""]
+    return ["Messages:", "", *items, ""]
+
+
+def _examples(group: compat.FailureGroup, cuts: set[_Cut]) -> list[str]:
+    """The group's counterexample once where every backend's is the same, else each
+    backend's, named."""
+    examples = [(f.backend, f.example) for f in group.failures if f.example is not None]
+    if not examples:
+        return []
+    if len(examples) == len(group.failures) and all(e == examples[0][1] for _, e in examples):
+        return _example("Minimal counterexample", examples[0][1], cuts)
+    lines = []
+    for backend, example in examples:
+        lines += _example(f"Minimal counterexample on {markdown_text(backend)}", example, cuts)
     return lines
+
+
+def _failure(number: int, group: compat.FailureGroup, cuts: set[_Cut]) -> list[str]:
+    """A group of failures of one cause: where, once; each backend's message where they
+    differ; the command that reproduces it on each backend; each counterexample."""
+    first = group.first
+    backends = ", ".join(group.backends)
+    on = (
+        f"{first.platform_id}/{backends}"
+        if len(group.backends) == 1
+        else f"{first.platform_id}: {backends}"
+    )
+    where = [first.check, first.subject or "(no subject)", on]
+    label = _label(first.scenario, Cell(first.state, first.message))
+    lines = [f"### ({number}) {label} " + " · ".join(markdown_text(w) for w in where), ""]
+    if first.known is not None:
+        issue = "" if first.issue is None else f" ({markdown_issue(first.issue)})"
+        lines += [f"Known: {markdown_text(first.known)}{issue}", ""]
+    lines += _messages(group, cuts)
+    commands = [f.repro for f in group.failures if f.repro is not None]
+    if commands:
+        lines += ["Reproduce:", "", markdown_code("\n".join(commands)), ""]
+    reruns = [f.nodeid for f in group.failures if f.repro is None and f.nodeid]
+    if reruns:
+        lines += ["Rerun: " + "; ".join(markdown_text(n) for n in reruns), ""]
+    return lines + _examples(group, cuts)
 
 
 def _summary(
@@ -210,7 +235,8 @@ def _summary(
 
 
 def _headline(matrix: Matrix) -> list[str]:
-    """A line per platform: its counts and the verdict on uint64 pointer tables."""
+    """A line per platform: its counts, the verdict on uint64 pointer tables where it ran
+    scenarios, and on its marked tests where it ran those."""
     lines = []
     for line in compat.headlines(matrix):
         state = "" if line.complete else " (incomplete)"
@@ -218,32 +244,40 @@ def _headline(matrix: Matrix) -> list[str]:
             f"{line.runs} run, {line.passes} pass, **{line.new_failures} new failures**, "
             f"{line.known} known, {line.crashed} crashed"
         )
-        more = []
+        verdicts = []
+        if line.uint64_tables is not None:
+            verdicts.append(f"uint64 pointer tables: **{line.uint64_tables}**")
         if line.breaking_encodings:
-            more.append("encodings that break: " + ", ".join(line.breaking_encodings))
+            encodings = ", ".join(line.breaking_encodings)
+            verdicts.append(markdown_text(f"encodings that break: {encodings}"))
         if line.raising_operations:
-            more.append("uint64 operations that raise: " + ", ".join(line.raising_operations))
+            operations = ", ".join(line.raising_operations)
+            verdicts.append(markdown_text(f"uint64 operations that raise: {operations}"))
+        own_tests = own_tests_verdict(line)
+        if own_tests is not None:
+            count, where = own_tests
+            where = f" ({markdown_text(where)})" if where else ""
+            verdicts.append(f"marked tests: **{markdown_text(count)}**{where}")
         lines.append(
-            f"- **{markdown_text(line.platform_id)}**{state}: {numbers}; "
-            f"uint64 pointer tables: **{line.uint64_tables}**"
-            + "".join(f"; {markdown_text(m)}" for m in more)
+            f"- **{markdown_text(line.platform_id)}**{state}: {numbers}"
+            + "".join(f"; {v}" for v in verdicts)
         )
     return lines
 
 
 def _failures(
-    detailed: list[tuple[_Place, Row, BackendColumn, Cell]], cuts: set[_Cut], budget: int
+    groups: list[compat.FailureGroup], cuts: set[_Cut], budget: int
 ) -> tuple[list[list[str]], int]:
     """The failures' sections in order while they fit in ``budget`` bytes, and how many were
     meant to be listed."""
     listed = [
-        (number, d)
-        for number, d in enumerate(detailed, 1)
-        if _Cut.EXPECTED not in cuts or d[3].state.bad
+        (number, group)
+        for number, group in enumerate(groups, 1)
+        if _Cut.EXPECTED not in cuts or group.first.state.bad
     ]
     sections = []
-    for number, (_, row, column, cell) in listed:
-        section = _failure(number, row, column, cell, cuts)
+    for number, group in listed:
+        section = _failure(number, group, cuts)
         budget -= sum(_size(line) + 1 for line in section)
         if budget < 0:
             break
@@ -282,18 +316,23 @@ def to_markdown(
     trend: Sequence[str] = (),
 ) -> str:
     """The matrix as GitHub-flavoured Markdown, sized for a job summary, in the order its
-    readers ask: a line per platform with its verdict, totals per platform and backend with
+    readers ask: a line per platform with its verdicts, totals per platform and backend with
     their versions, each failing, known, expected or unexpected result with its message and
-    minimal counterexample, a table per scenario, then ``trend`` (the nights kept, from
-    :func:`ptrport.report.trend_chart.trends_markdown`).
+    minimal counterexample (those of one cause on several backends of a platform as one
+    group, :func:`ptrport.report.compat.grouped`), a table per scenario, then ``trend`` (the
+    nights kept, from :func:`ptrport.report.trend_chart.trends_markdown`).
 
     Past ``limit`` bytes, the least important parts are left out in a fixed order (the table
     rows where nothing failed, long counterexamples, the end of long messages, the details of
     known and expected failures, the other counterexamples, the scenario tables), then the
     failures that do not fit, and a last line says what was left out and that the whole is in
     ``full_matrix`` (by default, the HTML or JSON file of the same merge)."""
-    detailed = list(_detailed_cells(matrix))
-    numbers = {place: n for n, (place, *_) in enumerate(detailed, 1)}
+    groups = compat.grouped(compat.detailed(matrix))
+    numbers = {
+        (failure.row, failure.column): n
+        for n, group in enumerate(groups, 1)
+        for failure in group.failures
+    }
     tables = {s: _table_rows(matrix, s, numbers) for s in matrix.scenarios}
     head = [f"# {TITLE}", "", *_headline(matrix), "", *_totals(matrix), ""]
     if not matrix.rows:
@@ -308,9 +347,9 @@ def to_markdown(
             tail += _scenario(matrix, scenario, rows, set(cuts))
         tail += trend_lines
         # Room for the longest note this step could end with.
-        note = _cut_note(cuts, len(detailed), len(detailed), limit, full_matrix)
+        note = _cut_note(cuts, len(groups), len(groups), limit, full_matrix)
         budget = limit - _size(_summary(head, [["## Failures", ""]], note, tail))
-        failures, listed = _failures(detailed, set(cuts), budget)
+        failures, listed = _failures(groups, set(cuts), budget)
         if len(failures) == listed:
             note = _cut_note(cuts, 0, 0, limit, full_matrix)
             return _summary(head, failures, note, tail)

@@ -166,6 +166,8 @@ def _addresses_here(message: str) -> str:
     none): where it placed memory, ``(placed at 0x8000...)``, and on an upper-half backend
     where the storages whose ``data_ptr()`` it took last are presented, the newest last,
     ``(last presented at 0xffff8000...)``, those the message names already aside."""
+    # The page leaves this out where it groups failures of one cause (compat.cause in
+    # ptrport.report): a change of its form is a change there too.
     memory = presentation.active()
     if memory is None:
         return ""
