@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from ptrport.run import profiles
-from tests.optional import require_triton
+from tests.optional import require_docs, require_triton
 
 pytest_plugins = ["pytester"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
     require_triton()
+    require_docs()
     profiles.activate(Path(config.invocation_params.dir) / "reports")

@@ -7,7 +7,7 @@ the machine's noise falls on both:
   batch copy from memory placed at or above ``2**63``, the pointers kept in ``uint64`` (12
   pass) or ``int64`` (12 fail, as a port that starts red does). Also how long it takes, isolated,
   from a failed check's end to the next check's start (a fresh child).
-- ``scenarios``: the README's example subject (``examples.batched_copy_buffers:make_subject``)
+- ``scenarios``: the worked example subject (``examples.batched_copy_buffers:make_subject``)
   in the ``ci`` profile on ``cpu``.
 
     python benchmarks/isolation.py [--repeat 3] [--only engine|scenarios]

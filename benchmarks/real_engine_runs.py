@@ -33,7 +33,7 @@ writes one row per test, release and backend: ``engine``, ``version``, ``test``,
 ``seconds``, ``reason``, ``path``, ``expected``, ``outcome`` (ptrport's words: ``passed``,
 ``failed``, ``crashed``, ``timed out``, ``error``, ``skipped``), ``message`` and
 ``installed_as`` (what of the release's requirements was left out or added); ``--markdown
-FILE`` the table per engine, release and path (the README's).
+FILE`` the table per engine, release and path (the one in docs/real-engines.md).
 
 Exit status: 0 when every outcome is the expected one; a release that cannot be installed here
 prints ``skipped: <reason>``, and its rows are ``skipped``, which is exit 0 too unless

@@ -1,1 +1,1 @@
-"""Worked examples of users' own subjects; see examples/README.md."""
+"""Worked examples of users' own subjects; see docs/subjects.md."""

@@ -16,7 +16,7 @@ The sizes are ``int32`` by design: no single copy reaches 2 GiB. The subject say
   high; on ``cpu-usm`` and ``cpu-tbi`` every real allocation is, so a plain copy of real
   tensors fails too, as it does on an Intel GPU.
 
-Run from the repository root (see examples/README.md)::
+Run from the repository root (see docs/subjects.md)::
 
     pytest --subject=examples.batched_copy_buffers:make_subject
     pytest --backend=cpu-usm --subject=examples.batched_copy_buffers:broken

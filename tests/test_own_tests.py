@@ -443,7 +443,13 @@ def test_unmarked_ran_once():
     assert [r["check"] for r in _report(pytester)] == ["test_both.py::test_marked"]
 
 
-def test_the_readme_documents_the_public_api() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+def test_the_docs_document_the_public_api() -> None:
+    """The page on users' own tests names each part of the public API, and the README's first
+    screen shows the marker and the fixture."""
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "own-tests.md").read_text(encoding="utf-8")
     for name in ("@pytest.mark.ptrport", "ptrport_device", "ptrport.strategies", ".place("):
-        assert name in readme
+        assert name in page
+    first_screen = "".join((root / "README.md").read_text(encoding="utf-8").splitlines(True)[:40])
+    for name in ("@pytest.mark.ptrport", "ptrport_device", ".place("):
+        assert name in first_screen

@@ -34,7 +34,7 @@ def test_tox_has_one_environment_per_kind_in_one_factored_section() -> None:
     assert config.has_section(section), config.sections()
     assert "ptrport.report.platforms install {env_name}" in config[section]["commands_pre"]
     listed = [e.strip() for e in config["tox"]["env_list"].split(",")]
-    assert set(KINDS) | {"tests", "lint", "type", "report"} == set(listed)
+    assert set(KINDS) | {"tests", "lint", "type", "docs", "report"} == set(listed)
 
 
 def test_a_cpu_kind_installs_its_pinned_torch_then_the_project() -> None:

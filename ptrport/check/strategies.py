@@ -126,10 +126,10 @@ def addresses(
 
     ``classes`` picks where they come from (default: all of :data:`CLASS_NAMES`):
     ``uniform`` (anywhere in the range), ``boundary`` (0, the int32, uint32 and float64-mantissa
-    limits, 2**63-1, 2**63, 2**63+1, 2**64-1 and the page-aligned tops of both halves, rounded
-    down to ``alignment``), ``user-space`` (ordinary lower-half addresses), ``level-zero-usm``
-    (Intel GPU device allocations), ``arm-tagged`` (top-byte-tagged ARM64 pointers) and
-    ``x86-kernel`` (the canonical upper half).
+    limits, ``2**63-1``, ``2**63``, ``2**63+1``, ``2**64-1`` and the page-aligned tops of both
+    halves, rounded down to ``alignment``), ``user-space`` (ordinary lower-half addresses),
+    ``level-zero-usm`` (Intel GPU device allocations), ``arm-tagged`` (top-byte-tagged ARM64
+    pointers) and ``x86-kernel`` (the canonical upper half).
 
     Shrinks towards the first class given and, within it, towards the lowest address of its
     first range; with the default classes a failure that needs an address above the int64

@@ -10,7 +10,7 @@ Every read is validated against ``ptrport/report/schemas/report-1.schema.json``;
 does not fit is refused with :class:`ReportError`, one line naming the file and the problem.
 
 Pure: records in, files out; no pytest, torch or numpy (reports are read where none is
-installed). The layout is documented in ``reports/README.md``.
+installed). The layout is documented in ``docs/reference/report-schema.md``.
 """
 
 from __future__ import annotations
