@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,58 @@ def test_a_cpu_kind_installs_its_pinned_torch_then_the_project() -> None:
         ["python", "-m", "pip", "install", "torch==2.13.0"],
         ["python", "-m", "pip", "install", "-e", ".[triton]"],
     ]
-    assert KINDS["cpu-latest"].install_commands("python")[0][-1] == "torch==2.14.1"
+    assert KINDS["cpu-latest"].install_commands("python")[0][-1] == "torch==2.15.0"
+
+
+def test_cpu_latest_pins_a_newer_torch_than_cpu() -> None:
+    def release(kind: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in KINDS[kind].torch.partition("==")[2].split("."))
+
+    assert release("cpu-latest") > release("cpu")
+
+
+def test_only_cpu_latest_switches_pip_constraints_off_keeping_the_rest() -> None:
+    environ = {"PATH": "/bin", "PIP_FIND_LINKS": "/wheels", "PIP_CONSTRAINT": ""}
+    assert KINDS["cpu"].install_environment(environ) == environ
+    lifted = KINDS["cpu-latest"].install_environment(environ)
+    assert lifted == {**environ, "PIP_CONSTRAINT": os.devnull}
+    assert [k.name for k in KINDS.values() if not k.constrained] == ["cpu-latest"]
+
+
+def _wheel(directory: Path, name: str, version: str) -> None:
+    """The smallest wheel pip resolves: its metadata, nothing to install."""
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    with zipfile.ZipFile(directory / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
+        for path, text in files.items():
+            wheel.writestr(path, text)
+        wheel.writestr(f"{info}/RECORD", "".join(f"{path},,\n" for path in [*files, info]))
+
+
+def test_pip_installs_past_a_configured_cap_for_cpu_latest_only(tmp_path: Path) -> None:
+    """As on a machine whose pip configuration names a constraint file that caps torch."""
+    for version in ("1.0", "2.0"):
+        _wheel(tmp_path, "capped", version)
+    (tmp_path / "constraints.txt").write_text("capped<=1.0\n")
+    config = tmp_path / "pip.conf"
+    config.write_text(f"[global]\nconstraint = {tmp_path / 'constraints.txt'}\n")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    environ.update(PIP_CONFIG_FILE=str(config), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(tmp_path))
+    install = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed"]
+
+    def pip(kind: str, environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        command = [*install, "capped==2.0"]
+        env = KINDS[kind].install_environment(environment)
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+    held = pip("cpu", environ)
+    assert held.returncode != 0 and "capped<=1.0" in held.stdout + held.stderr
+    lifted = pip("cpu-latest", environ)
+    assert lifted.returncode == 0, lifted.stderr
+    assert "Would install capped-2.0" in lifted.stdout
 
 
 def test_ipex_installs_torch_2_8_and_the_extension_beside_it() -> None:

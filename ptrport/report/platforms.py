@@ -21,7 +21,7 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +86,10 @@ class PlatformKind:
     """Installed beside torch (e.g. intel-extension-for-pytorch)."""
     extras: tuple[str, ...] = ("triton",)
     """The project's extras it installs."""
+    constrained: bool = True
+    """Whether pip's constraint files apply to its installs. The kind that follows the newest
+    torch is not constrained: a machine whose pip configuration caps torch below it (a
+    ``constraint`` file) must not hold it back, nor make the project's install downgrade it."""
     device_check: Callable[[], str | None] = field(default=_always_there, compare=False)
 
     @property
@@ -118,6 +122,16 @@ class PlatformKind:
         commands.append([*pip, "-e", f".{extras}"])
         return commands
 
+    def install_environment(self, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+        """``environ`` as the install commands see it: unchanged, but for a kind that is not
+        constrained ``PIP_CONSTRAINT`` names the null device, which overrides a constraint file
+        of pip's configuration (pip ignores an empty ``PIP_CONSTRAINT``) and keeps its other
+        settings, the indexes and links among them."""
+        environment = dict(environ)
+        if not self.constrained:
+            environment["PIP_CONSTRAINT"] = os.devnull
+        return environment
+
 
 INTEL_INDEX = "https://pytorch-extension.intel.com/release-whl/stable/xpu/us/"
 """Where torch and intel-extension-for-pytorch builds for XPU came from before torch 2.5."""
@@ -145,7 +159,13 @@ KINDS: dict[str, PlatformKind] = {
     k.name: k
     for k in (
         PlatformKind("cpu", CPU_BACKENDS, "torch==2.13.0", "torch 2.13, CPU build"),
-        PlatformKind("cpu-latest", CPU_BACKENDS, "torch==2.14.1", "torch 2.14, run on the CPU"),
+        PlatformKind(
+            "cpu-latest",
+            CPU_BACKENDS,
+            "torch==2.15.0",
+            "torch 2.15, run on the CPU",
+            constrained=False,
+        ),
         PlatformKind(
             "ipex",
             CPU_BACKENDS,
@@ -254,9 +274,10 @@ def _run(kind: PlatformKind, more: Sequence[str]) -> int:
     return code or benched
 
 
-def _call(command: Sequence[str]) -> int:
-    print("+ " + " ".join(command), flush=True)
-    return subprocess.run(command, check=False).returncode
+def _call(command: Sequence[str], env: Mapping[str, str] | None = None) -> int:
+    changed = [f"{k}={v}" for k, v in (env or {}).items() if os.environ.get(k) != v]
+    print("+ " + " ".join([*changed, *command]), flush=True)
+    return subprocess.run(command, check=False, env=env).returncode
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -281,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if action == "run":
         return _run(kind, more)
     for command in kind.install_commands() if action == "install" else []:
-        code = _call(command)
+        code = _call(command, kind.install_environment())
         if code != 0:
             return code
     return 0
