@@ -45,8 +45,6 @@ ptrport does not build.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
@@ -60,6 +58,8 @@ import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import csv_table
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "real_engine_runs"
@@ -272,19 +272,10 @@ def parse_expectations(
     naming one backend overriding ``*``; :class:`CorpusError` names ``source`` and the row (the
     header is row 1)."""
     pinned = set(versions)
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    if header is None or tuple(cell.strip() for cell in header) != COLUMNS:
-        raise CorpusError(f"{source}:1: the header must be {','.join(COLUMNS)}")
     general: dict[tuple[str, str, str], Expectation] = {}
     specific: dict[tuple[str, str, str], Expectation] = {}
-    for number, cells in enumerate(reader, start=2):
-        if not cells or all(not cell.strip() for cell in cells):
-            continue
-        where = f"{source}:{number}"
-        if len(cells) != len(COLUMNS):
-            raise CorpusError(f"{where}: {len(cells)} columns, expected {len(COLUMNS)}")
-        version, test, backend, expected, path, reason = (cell.strip() for cell in cells)
+    for where, cells in csv_table.rows(text, source, COLUMNS, CorpusError):
+        version, test, backend, expected, path, reason = cells
         if version not in pinned:
             raise CorpusError(
                 f"{where}: {engine} {version} is not pinned in engines.toml ({sorted(pinned)})"

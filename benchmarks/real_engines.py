@@ -31,9 +31,7 @@ file and row) or a lint that fails to run.
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
-import io
 import json
 import os
 import subprocess
@@ -44,6 +42,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import csv_table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -156,19 +156,10 @@ def parse_labels(text: str, source: str, engines: Iterable[Engine] = ENGINES) ->
     """The rows of a labels file; :class:`LabelError` names ``source`` and the row (the header
     is row 1) of the first bad one."""
     pinned = {engine.name: engine.version for engine in engines}
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    if header is None or tuple(cell.strip() for cell in header) != COLUMNS:
-        raise LabelError(f"{source}:1: the header must be {','.join(COLUMNS)}")
     labels: list[Label] = []
     seen: set[Site] = set()
-    for number, cells in enumerate(reader, start=2):
-        if not cells or all(not cell.strip() for cell in cells):
-            continue
-        where = f"{source}:{number}"
-        if len(cells) != len(COLUMNS):
-            raise LabelError(f"{where}: {len(cells)} columns, expected {len(COLUMNS)}")
-        package, version, path, line, rule, site, idiom, reason = (c.strip() for c in cells)
+    for where, cells in csv_table.rows(text, source, COLUMNS, LabelError):
+        package, version, path, line, rule, site, idiom, reason = cells
         if package not in pinned:
             raise LabelError(f"{where}: unknown package {package!r} (pinned: {sorted(pinned)})")
         if version != pinned[package]:

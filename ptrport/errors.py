@@ -30,6 +30,13 @@ def exception_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+def shown(value: object, width: int = 40) -> str:
+    """``value`` as a one-line message quotes it: its ``repr``'s first line, cut to ``width``
+    characters."""
+    text = (repr(value).splitlines() or [""])[0]
+    return text if len(text) <= width else f"{text[: width - 3]}..."
+
+
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     found: list[BaseException] = []
     for exc in group.exceptions:

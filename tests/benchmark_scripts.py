@@ -12,7 +12,10 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 def load(name: str) -> ModuleType:
     """``benchmarks/<name>.py``, registered under ``name`` so that its dataclasses can resolve
-    their module."""
+    their module; the scripts import each other (``csv_table``) as they do when run, from
+    ``benchmarks/``."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -29,7 +29,7 @@ import torch
 
 from ptrport.addresses import ADDRESS_LIMIT, to_hex
 from ptrport.device.scoped_patch import ScopedPatch
-from ptrport.errors import HarnessError
+from ptrport.errors import HarnessError, shown
 
 TAG_SHIFT = 56
 _LOW_56 = (1 << TAG_SHIFT) - 1
@@ -205,7 +205,7 @@ class DeviceMemory:
         bytes are memory, not the rest of its storage."""
         if not isinstance(tensor, torch.Tensor):
             raise PlacementError(
-                f"cannot place {type(tensor).__name__} {_short_repr(tensor)}: place() takes a "
+                f"cannot place {type(tensor).__name__} {shown(tensor)}: place() takes a "
                 "torch.Tensor"
             )
         if not tensor.is_cpu:
@@ -354,12 +354,6 @@ class DeviceMemory:
         if not bool(valid[0]) and not any(r.placed for r in self._by_storage.values()):
             return f"device fault on {name}: {where}, which is no {name} address"
         return f"device fault on {name}: {where}, where no memory of the check lies"
-
-
-def _short_repr(value: object) -> str:
-    """``repr(value)``'s first line, cut to 40 characters."""
-    text = (repr(value).splitlines() or [""])[0]
-    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _span(found: _Range) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ptrport.errors import HarnessError
+from ptrport.errors import HarnessError, shown
 from ptrport.lint.checker import LintRun
 from ptrport.lint.rules import RULES
 from ptrport.lint.sources import python_files
@@ -138,7 +138,7 @@ def _parsed(file: Path, table: dict[str, object]) -> ProjectConfig:
     }
     baseline = table.get("baseline")
     if baseline is not None and not isinstance(baseline, str):
-        raise HarnessError(f"{config.where('baseline')}: expected a string, got {_shown(baseline)}")
+        raise HarnessError(f"{config.where('baseline')}: expected a string, got {shown(baseline)}")
     return ProjectConfig(
         file,
         paths=paths if "paths" in lists else None,
@@ -151,13 +151,8 @@ def _parsed(file: Path, table: dict[str, object]) -> ProjectConfig:
 
 def _strings(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise HarnessError(f"{where}: expected a list of strings, got {_shown(value)}")
+        raise HarnessError(f"{where}: expected a list of strings, got {shown(value)}")
     return list(value)
-
-
-def _shown(value: object) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 40 else f"{shown[:37]}..."
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,14 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ptrport.report import op_support, repro
 from ptrport.report.matrix import BackendColumn, Cell, CellState, Matrix, Row, cell_verdict
-from ptrport.report.records import OWN_TEST, compact_example
+from ptrport.report.platform_report import PlatformReport
+from ptrport.report.records import OWN_TEST, Result, compact_example
 
 UINT64_PREFIX = "uint64/"
 """Built-in subjects whose pointer tables are ``torch.uint64``: the fix the question is about."""
@@ -108,6 +109,11 @@ class FailureGroup:
     @property
     def backends(self) -> tuple[str, ...]:
         return tuple(f.backend for f in self.failures)
+
+    def alike(self, shown: Sequence[tuple[str, object]]) -> bool:
+        """Whether ``shown`` (a text or an example per backend, where one has it) is the same
+        on every backend of the group, so that it is shown once, not per backend."""
+        return len(shown) == len(self.failures) and all(v == shown[0][1] for _, v in shown)
 
 
 @dataclass
@@ -233,11 +239,11 @@ def headlines(matrix: Matrix) -> list[Headline]:
     return found
 
 
-def _own_test_commands(matrix: Matrix) -> dict[tuple[str, str, str], str]:
-    """The pytest command that reruns each marked test's result, by (platform id, check,
-    backend)."""
+def _own_test_results(matrix: Matrix) -> dict[tuple[str, str, str], tuple[Result, PlatformReport]]:
+    """Each marked test's result with its report, by (platform id, check, backend): what the
+    pytest command that reruns a failed one is made of."""
     return {
-        (report.platform_id, result.check, result.backend): repro.command(result, report)
+        (report.platform_id, result.check, result.backend): (result, report)
         for report in matrix.reports
         for result in report.results
         if result.own_test and result.nodeid
@@ -250,10 +256,11 @@ def _failure(
     index: int,
     column: BackendColumn,
     cell: Cell,
-    reruns: dict[tuple[str, str, str], str],
+    own_tests: dict[tuple[str, str, str], tuple[Result, PlatformReport]],
 ) -> Failure:
     if row.subject == OWN_TEST:
-        command = reruns.get((column.platform_id, row.check, column.backend))
+        found = own_tests.get((column.platform_id, row.check, column.backend))
+        command = repro.command(*found) if found is not None else None
     elif cell.example is not None:
         command = repro_command(column.platform_id, column.backend, row.check, row.subject)
     else:
@@ -280,11 +287,11 @@ def _failure(
 
 def failures(matrix: Matrix) -> list[Failure]:
     """Every failing cell, platform by platform in the matrix's order, new ones before known."""
-    reruns = _own_test_commands(matrix)
+    own_tests = _own_test_results(matrix)
     found = []
     for platform in matrix.platforms:
         here = [
-            _failure(number, row, index, matrix.columns[index], cell, reruns)
+            _failure(number, row, index, matrix.columns[index], cell, own_tests)
             for number, row, index, cell in _cells_of(matrix, platform.platform_id)
             if cell.state in FAILING
         ]
@@ -296,9 +303,9 @@ def detailed(matrix: Matrix) -> list[Failure]:
     """Every cell worth a closer look (:attr:`CellState.detailed
     <ptrport.report.matrix.CellState.detailed>`: the failing ones, and expected failures), in
     the order of the matrix's tables: row by row, columns left to right."""
-    reruns = _own_test_commands(matrix)
+    own_tests = _own_test_results(matrix)
     return [
-        _failure(number, row, index, column, cell, reruns)
+        _failure(number, row, index, column, cell, own_tests)
         for number, row in enumerate(matrix.rows)
         for index, (column, cell) in enumerate(zip(matrix.columns, row.cells, strict=True))
         if cell.state.detailed

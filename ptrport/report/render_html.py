@@ -195,7 +195,7 @@ def _headline(matrix: Matrix) -> str:
 
 def _per_backend(group: compat.FailureGroup, texts: list[tuple[str, str]], css: str) -> str:
     """One text of a group, where every backend's is the same; else each backend's, named."""
-    if len({text for _, text in texts}) == 1 and len(texts) == len(group.failures):
+    if group.alike(texts):
         return _tag("pre", html_text(texts[0][1]), css)
     return _tag("pre", html_text("\n".join(f"{b}: {text}" for b, text in texts)), css)
 
@@ -209,7 +209,7 @@ def _failure(group: compat.FailureGroup) -> str:
     where = f"{backends} · {first.check} · {first.subject or compat.NO_SUBJECT}"
     label = _tag("span", html_text(LABELS[first.state]), _css_class(first.state))
     parts = [_tag("p", label + " " + _tag("code", html_text(where)))]
-    if len({f.first_line for f in group.failures}) == 1:
+    if group.alike([(f.backend, f.first_line) for f in group.failures]):
         parts.append(_tag("p", html_text(first.first_line), "message"))
     else:
         items = "".join(

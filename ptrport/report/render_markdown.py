@@ -171,14 +171,12 @@ def _example(title: str, example: dict[str, Any], cuts: set[_Cut]) -> list[str]:
 
 def _messages(group: compat.FailureGroup, cuts: set[_Cut]) -> list[str]:
     """The group's message once where every backend's is the same, else each backend's."""
-    if len({f.message for f in group.failures}) == 1:
-        message = group.first.message
-        return [f"Message: {_message(message, cuts)}", ""] if message else []
-    items = [
-        f"- {markdown_text(f.backend)}: {_message(f.message, cuts)}"
-        for f in group.failures
-        if f.message
-    ]
+    messages = [(f.backend, f.message) for f in group.failures if f.message]
+    if not messages:
+        return []
+    if group.alike(messages):
+        return [f"Message: {_message(messages[0][1], cuts)}", ""]
+    items = [f"- {markdown_text(backend)}: {_message(text, cuts)}" for backend, text in messages]
     return ["Messages:", "", *items, ""]
 
 
@@ -188,7 +186,7 @@ def _examples(group: compat.FailureGroup, cuts: set[_Cut]) -> list[str]:
     examples = [(f.backend, f.example) for f in group.failures if f.example is not None]
     if not examples:
         return []
-    if len(examples) == len(group.failures) and all(e == examples[0][1] for _, e in examples):
+    if group.alike(examples):
         return _example("Minimal counterexample", examples[0][1], cuts)
     lines = []
     for backend, example in examples:
