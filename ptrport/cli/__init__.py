@@ -34,7 +34,9 @@
   rerun a failure; for a test of the user's own, without ``-o``, the pytest command that does.
 
 Bad input (a malformed report, a bad expectations file, an unknown check) is one line on
-stderr and exit status 2.
+stderr and exit status 2; so is a command that needs a dependency this install left out
+(``pip install --no-deps ptrport`` installs the lint and the report commands alone; the line
+says what to install: :mod:`ptrport.cli.dependencies`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from ptrport.cli.checks import (
     scenarios,
     subjects_parser,
 )
+from ptrport.cli.dependencies import command_named, missing_dependency
 from ptrport.cli.lint_command import lint_parser
 from ptrport.cli.report_commands import report_parser
 from ptrport.errors import HarnessError
@@ -83,6 +86,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(arguments)
+    except ModuleNotFoundError as exc:
+        line = missing_dependency(exc, command_named(arguments))
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return BAD_INPUT
+
+
+def _dispatch(arguments: list[str]) -> int:
     if arguments[:1] == ["run"]:
         # Everything after `run` is pytest's, --help and values that look like ours included.
         return scenarios(*arguments[1:])

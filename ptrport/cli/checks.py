@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ptrport.cli.dependencies import DEPENDENCIES, require
 from ptrport.cli.options import backend_option, repeat_count, report_options
 from ptrport.report import defaults
 
@@ -127,6 +128,10 @@ def scenarios(*arguments: str, command: str = "ptrport run") -> int:
     """pytest on the packaged scenarios with ``arguments``, in this process, as ``command``."""
     import pytest
 
+    if not {"-h", "--help"} & set(arguments):
+        # Inside pytest a hook's missing module is an INTERNALERROR traceback; looked for
+        # first, it is the command's one line (pytest's own help needs none of them).
+        require(*DEPENDENCIES)
     # The harness is imported already, so pytest cannot rewrite its asserts; that is expected.
     quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
     return int(pytest.main([*SCENARIOS, *quiet, *arguments], plugins=[_Usage(command)]))
