@@ -4,6 +4,7 @@ last; and the repro commands it prints work."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from chromium import dump_dom
 from sample_reports import HIGH_ADDRESS, OVERFLOW, Known, report, result
+from scenario_runs import copy_scenarios, use_profile
 
 from ptrport.cli import main
 from ptrport.report import compat, history
@@ -22,6 +24,56 @@ from ptrport.report.render_markdown import to_markdown
 
 ISSUE = "https://github.com/pytorch/pytorch/issues/12345"
 OPERATION = "uint64_operations::test_operation[sort]"
+AT_2_63 = {"src": "0x0000000000000000", "dst": "0x8000000000000000", "nbytes": 0}
+"""The minimal counterexample of an int64 table's round trip."""
+BELOW_2_63 = {"src": "0x0000000000000000", "dst": "0x0000000000001000", "nbytes": 0}
+ROUND_TRIP = "table_round_trip::test_an_entry_reads_back_bit_exact"
+USER_SUBJECTS = """
+import torch
+
+
+class PointerTable:
+    '''src, dst and nbytes columns of one dtype, staged through a numpy view of the host
+    tensor, as the getting-started page's subject.'''
+
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+    def create(self, capacity, backend):
+        self.host = torch.zeros((3, capacity), dtype=self.dtype)
+        self.view = self.host.numpy()
+        self.device = torch.zeros((3, capacity), dtype=self.dtype, device=backend.device)
+        self.count = 0
+
+    def stage(self, batch):
+        for entry in batch.entries:
+            self.view[:, self.count] = (entry.src, entry.dst, entry.nbytes)
+            self.count += 1
+
+    def transfer(self, n):
+        self.device[:, :n].copy_(self.host[:, :n])
+
+    def read_back(self, n):
+        return list(zip(*self.device[:, :n].cpu().tolist()))
+
+
+def uint64_table():
+    return PointerTable("my-uint64-table", torch.uint64)
+
+
+def int64_table():
+    return PointerTable("my-int64-table", torch.int64)
+"""
+MARKED_TEST = """
+import pytest
+import torch
+
+
+@pytest.mark.ptrport
+def test_an_int64_table_holds_a_data_ptr(ptrport_device):
+    t = torch.zeros(4, device=ptrport_device.device)
+    assert int(torch.tensor([t.data_ptr()], dtype=torch.int64)[0]) == t.data_ptr()
+"""
 
 
 def _matrix(directory: Path) -> Matrix:
@@ -157,3 +209,121 @@ def test_the_markdown_gives_each_failure_with_an_example_its_repro_command(tmp_p
         "```\nptrport report repro reports/lab-1.json --check batch_copy::test_copy "
         "--subject int64/triton --backend cpu-usm -o repro.py\n```"
     ) in text
+
+
+class TestWhatRan:
+    def test_a_users_subjects_count_by_their_encoding_and_every_grid_row_is_named(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        use_profile(pytester)
+        # Modules are the user's own tests unless they mark themselves scenarios.
+        conftest = pytester.path / "conftest.py"
+        conftest.write_text(conftest.read_text().split("def pytest_collectstart")[0])
+        copy_scenarios(pytester, "test_table_round_trip", "test_uint64_operations")
+        pytester.makepyfile(page_subjects=USER_SUBJECTS, test_marked=MARKED_TEST)
+        pytester.runpytest(
+            "--backend=cpu,cpu-usm",
+            "--subject=page_subjects:uint64_table,page_subjects:int64_table",
+            "--platform-name=lab",
+            "--no-isolate",
+        )
+        reports = pytester.path / "reports"
+        for page in ("page.md", "page.html"):
+            assert main(["report", "merge", str(reports), "-o", str(pytester.path / page)]) == 0
+        markdown = (pytester.path / "page.md").read_text()
+        html = (pytester.path / "page.html").read_text()
+
+        headline = markdown.split("\n\n")[1]
+        # The uint64 table passed, the int64 one failed at 2**63; the probe's verdicts between.
+        assert re.fullmatch(
+            r"- \*\*lab\*\*: .*; uint64 pointer tables: \*\*work\*\*; encodings that break: "
+            r"int64(; uint64 operations that raise: [^;]+)?; marked tests: \*\*1 of 1 fails\*\* "
+            r"\(on cpu-usm\)",
+            headline,
+        ), headline
+        assert "uint64 pointer tables: work; encodings that break: int64;" in html
+        grid = html.split('id="grid"')[1].split('id="all"')[0]
+        assert re.findall(r'<th scope="row">([^<]*)</th>', grid) == [
+            "my-uint64-table",
+            "my-int64-table",
+            "own test",
+            "uint64 operations",
+        ]
+        for text in (markdown, html):
+            assert "(no subject)" not in text
+
+    @pytest.mark.parametrize(
+        ("results", "user_subjects", "uint64_tables", "breaking"),
+        [
+            pytest.param(
+                [
+                    result("kernel::test_k[uint64-int32]", Outcome.FAILED, subject=None),
+                    result("kernel::test_k[int64-bitcast-int32]", subject=None),
+                    result("kernel::test_k[int64-int32]", Outcome.XFAILED, subject=None),
+                ],
+                (),
+                "fail",
+                ("int64", "uint64"),
+                id="a check that takes no subject counts by its parameter's encoding",
+            ),
+            pytest.param(
+                [
+                    result(ROUND_TRIP, subject="mine"),
+                    result(ROUND_TRIP, Outcome.FAILED, subject="mine", on="xpu", example=AT_2_63),
+                ],
+                ("mine",),
+                "fail",
+                ("uint64",),
+                id="a users subject that held every address somewhere is uint64 everywhere",
+            ),
+            pytest.param(
+                [result(ROUND_TRIP, Outcome.FAILED, subject="mine", example=BELOW_2_63)],
+                ("mine",),
+                "not run",
+                ("mine",),
+                id="a users subject failing below 2**63 is of no known encoding",
+            ),
+            pytest.param(
+                [
+                    result(ROUND_TRIP, subject="mine"),
+                    result("batch_copy::test_copy", Outcome.XFAILED, subject="mine"),
+                ],
+                ("mine",),
+                "not run",
+                ("mine",),
+                id="a users control is no uint64 table",
+            ),
+            pytest.param(
+                [result(ROUND_TRIP, subject="alpha/custom")],
+                (),
+                "not run",
+                (),
+                id="a subject no report loaded as the users is not counted",
+            ),
+        ],
+    )
+    def test_the_headline_counts_each_row_by_the_encoding_its_report_shows(
+        self,
+        tmp_path: Path,
+        results: list[Result],
+        user_subjects: tuple[str, ...],
+        uint64_tables: str,
+        breaking: tuple[str, ...],
+    ) -> None:
+        written = report(tmp_path, "lab", results)
+        specs = {name: f"mine.subject:{name}" for name in user_subjects}
+        loaded = dataclasses.replace(written, run={**written.run, "subject_specs": specs})
+        (line,) = compat.headlines(build_matrix([loaded]))
+        assert (line.uint64_tables, line.breaking_encodings) == (uint64_tables, breaking)
+
+    def test_a_check_that_takes_no_subject_is_named_by_its_check_and_scenario_alone(
+        self, tmp_path: Path
+    ) -> None:
+        check = "kernel::test_k[uint64-int32]"
+        matrix = build_matrix(
+            [report(tmp_path, "lab", [result(check, Outcome.FAILED, subject=None)])]
+        )
+        assert f"### (1) **FAIL** {check} · lab/cpu\n" in to_markdown(matrix)
+        page = to_html(matrix)
+        assert f"<code>cpu · {check}</code>" in page
+        assert '<th scope="row">kernel</th>' in page

@@ -185,6 +185,18 @@ def test_select_needs_a_failure_and_names_the_candidates_when_several_match() ->
         select(report, check="nope")
 
 
+def test_a_check_with_no_failure_is_refused_with_the_first_five_ids_that_failed() -> None:
+    checks = [f"table_round_trip::test_x[{n}]" for n in range(7)]
+    report = _report(*(_result("int64/torch", INT64_FAILURE, check=c) for c in checks))
+    with pytest.raises(ReproError) as refused:
+        select(report, check="nope")
+    assert str(refused.value) == (
+        "reports/lab-1.json: no failure with an example for check 'nope'; its failures: "
+        + ", ".join(checks[:5])
+        + " and 2 more"
+    )
+
+
 def test_write_scripts_writes_one_file_per_failure(tmp_path: Path) -> None:
     passed = Result("a::b", "a", "uint64/torch", "cpu", Outcome.PASSED)
     report = _report(

@@ -3,8 +3,8 @@
 - per platform, one headline: how many checks ran, passed, failed anew, failed as known,
   crashed; and the verdicts on what the run holds: for the scenarios, the question the project
   exists for (do uint64 pointer tables work here, which encodings break, which uint64
-  operations raise), for a team's own tests marked ``@pytest.mark.ptrport``, how many fail and
-  on which backends;
+  operations raise: each row counted by its encoding, :func:`encodings`), for a team's own
+  tests marked ``@pytest.mark.ptrport``, how many fail and on which backends;
 - every failure, grouped by platform, with its minimal counterexample, its message's first line
   and the command that reproduces it; failures of one cause (one check, one message but for
   its addresses) on several backends of a platform make one group;
@@ -22,14 +22,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ptrport.addresses import HIGH_HALF
 from ptrport.report import op_support, repro
 from ptrport.report.matrix import BackendColumn, Cell, CellState, Matrix, Row, cell_verdict
 from ptrport.report.platform_report import PlatformReport
 from ptrport.report.records import OWN_TEST, Result, compact_example
 
-UINT64_PREFIX = "uint64/"
-"""Built-in subjects whose pointer tables are ``torch.uint64``: the fix the question is about."""
-NO_SUBJECT = "(no subject)"
+UINT64 = "uint64"
+"""The encoding whose pointer tables are ``torch.uint64``: the fix the question is about."""
+ENCODINGS = (UINT64, "int64-bitcast", "int64")
+"""The encodings a report names: a built-in subject's before its ``/`` (``uint64/triton``), and
+the first parameter of a check that takes no subject
+(``triton_kernel::test_...[int64-bitcast-int32]``)."""
+ROUND_TRIP = "table_round_trip"
+"""The scenario whose checks stage addresses across all 64 bits and read them back."""
+_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{16}")
+"""An address as a recorded example holds it (:func:`ptrport.addresses.to_hex`)."""
 FAILING = tuple(s for s in CellState if s.bad or s is CellState.KNOWN_FAILURE)
 """The cells the failures list shows: every bad one, and the known failures, marked known."""
 _NOT_RUN = (CellState.SKIPPED, CellState.UNAVAILABLE, CellState.NOT_RUN)
@@ -48,10 +56,12 @@ class Headline:
     crashed: int
     """Crashed or timed out."""
     uint64_tables: str | None
-    """``work``, ``fail`` or ``not run``: the uint64 subjects' checks here; ``None`` where the
-    platform holds marked tests and nothing else, which say nothing of pointer tables."""
+    """``work``, ``fail`` or ``not run``: the checks of uint64 tables here (:func:`encodings`);
+    ``None`` where the platform holds marked tests and nothing else, which say nothing of
+    pointer tables."""
     breaking_encodings: tuple[str, ...]
-    """Encodings (a subject's name before ``/``) with a check that failed or was expected to."""
+    """Encodings with a check that failed or was expected to (:func:`encodings`; a user's
+    subject of no known encoding by its name)."""
     raising_operations: tuple[str, ...]
     """uint64 operations whose probe raised here."""
     own_tests: int | None = None
@@ -187,6 +197,82 @@ def _own_tests(matrix: Matrix, platform_id: str) -> tuple[int | None, int, tuple
     return len(failed) if held else None, sum(failed.values()), tuple(backends)
 
 
+def _parameter_encoding(check: str) -> str | None:
+    """The encoding a check's parameters begin with (``[int64-bitcast-int32]``), if any."""
+    parameters = check.partition("[")[2].removesuffix("]")
+    for name in sorted(ENCODINGS, key=len, reverse=True):
+        if parameters == name or parameters.startswith(f"{name}-"):
+            return name
+    return None
+
+
+def _highest_address(example: object) -> int | None:
+    """The highest address (a hex string) a recorded example holds, however deep."""
+    if isinstance(example, dict | list):
+        values = example.values() if isinstance(example, dict) else example
+        found = [a for a in map(_highest_address, values) if a is not None]
+        return max(found, default=None)
+    if isinstance(example, str) and _HEX_ADDRESS.fullmatch(example):
+        return int(example, 16)
+    return None
+
+
+def _user_subject_encodings(matrix: Matrix) -> dict[str, str]:
+    """The encoding of each of the user's own subjects (those a report's ``run.subject_specs``
+    names) that is no control, as its round trip shows it: ``uint64`` where it read every
+    address back bit-exact on some column, as a uint64 table does; else ``int64`` where it
+    failed at ``2**63`` as the highest address of its minimal counterexample, as an int64 table
+    does (the addresses shrink to it only where lower ones pass)."""
+    users = {name for report in matrix.reports for name in report.run.get("subject_specs") or ()}
+    controls = {
+        row.subject
+        for row in matrix.rows
+        for cell in row.cells
+        if cell.state in (CellState.EXPECTED_FAILURE, CellState.UNEXPECTED_PASS)
+    }
+    found: dict[str, str] = {}
+    for row in matrix.rows:
+        subject = row.subject
+        if subject is None or subject not in users - controls or row.scenario != ROUND_TRIP:
+            continue
+        if any(cell.state is CellState.PASSED for cell in row.cells):
+            found[subject] = UINT64
+        elif any(
+            _highest_address(cell.example) == HIGH_HALF
+            for cell in row.cells
+            if cell.state is CellState.FAILED
+        ):
+            found.setdefault(subject, "int64")
+    return found
+
+
+def encodings(matrix: Matrix) -> list[str | None]:
+    """Each row's encoding, where the report says it: a built-in subject's, a subject-less
+    check's parameter's, a user's own subject's as its round trip shows it
+    (:func:`_user_subject_encodings`); ``None`` for the rest (marked tests, uint64 operations,
+    a user's control or a subject whose round trip says nothing of its encoding)."""
+    users = _user_subject_encodings(matrix)
+    found: list[str | None] = []
+    for row in matrix.rows:
+        prefix, slash, _ = (row.subject or "").partition("/")
+        if row.scenario == op_support.SCENARIO or row.subject == OWN_TEST:
+            found.append(None)
+        elif row.subject is None:
+            found.append(_parameter_encoding(row.check))
+        elif slash and prefix in ENCODINGS:
+            found.append(prefix)
+        else:
+            found.append(users.get(row.subject))
+    return found
+
+
+def row_name(row: Row) -> str:
+    """What a row is of: its subject, or the scenario for a check that takes no subject."""
+    if row.subject is not None:
+        return row.subject
+    return op_support.TITLE if row.scenario == op_support.SCENARIO else row.scenario
+
+
 def _uint64_verdict(uint64: Counter[CellState]) -> str:
     if not any(n for s, n in uint64.items() if s not in _NOT_RUN):
         return "not run"
@@ -195,13 +281,14 @@ def _uint64_verdict(uint64: Counter[CellState]) -> str:
 
 def headlines(matrix: Matrix) -> list[Headline]:
     found = []
+    row_encodings = encodings(matrix)
     for platform in matrix.platforms:
         states: Counter[CellState] = Counter()
         uint64: Counter[CellState] = Counter()
-        encodings: dict[str, None] = {}
+        breaking: dict[str, None] = {}
         raising: dict[str, None] = {}
         scenario_results = 0
-        for _, row, _, cell in _cells_of(matrix, platform.platform_id):
+        for number, row, _, cell in _cells_of(matrix, platform.platform_id):
             states[cell.state] += 1
             if row.subject == OWN_TEST:
                 continue
@@ -209,12 +296,12 @@ def headlines(matrix: Matrix) -> list[Headline]:
             verdict = cell_verdict(row.scenario, cell)
             if verdict is op_support.OperationVerdict.RAISES:
                 raising[op_support.operation_of(row.check) or row.check] = None
-            if row.subject is None or row.scenario == op_support.SCENARIO:
-                continue
-            if row.subject.startswith(UINT64_PREFIX):
+            encoding = row_encodings[number]
+            if encoding == UINT64:
                 uint64[cell.state] += 1
-            if cell.state.detailed:
-                encodings[row.subject.split("/", 1)[0]] = None
+            if cell.state.detailed and (encoding is not None or row.subject is not None):
+                # A user's subject of no known encoding is named as itself.
+                breaking[encoding or (row.subject or "").split("/", 1)[0]] = None
         own_tests, own_failing, own_failing_on = _own_tests(matrix, platform.platform_id)
         found.append(
             Headline(
@@ -229,7 +316,7 @@ def headlines(matrix: Matrix) -> list[Headline]:
                 uint64_tables=None
                 if own_tests is not None and not scenario_results
                 else _uint64_verdict(uint64),
-                breaking_encodings=tuple(sorted(encodings)),
+                breaking_encodings=tuple(sorted(breaking)),
                 raising_operations=tuple(raising),
                 own_tests=own_tests,
                 own_tests_failing=own_failing,
@@ -332,12 +419,13 @@ def grouped(found: Iterable[Failure]) -> list[FailureGroup]:
 
 
 def grid(matrix: Matrix) -> tuple[list[str], list[str], dict[tuple[str, str], Counts]]:
-    """Subjects (rows), platforms (columns) and the counts of each pair that has cells."""
-    subjects = list(dict.fromkeys(row.subject or NO_SUBJECT for row in matrix.rows))
+    """Subjects (rows; a check that takes no subject under its scenario, :func:`row_name`),
+    platforms (columns) and the counts of each pair that has cells."""
+    subjects = list(dict.fromkeys(row_name(row) for row in matrix.rows))
     platforms = [p.platform_id for p in matrix.platforms]
     cells: dict[tuple[str, str], Counts] = {}
     for row in matrix.rows:
-        subject = row.subject or NO_SUBJECT
+        subject = row_name(row)
         for column, cell in zip(matrix.columns, row.cells, strict=True):
             if cell.state is not CellState.NOT_RUN:
                 cells.setdefault((subject, column.platform_id), Counts()).add(

@@ -206,7 +206,7 @@ def _failure(group: compat.FailureGroup) -> str:
     backend."""
     first = group.first
     backends = ", ".join(group.backends)
-    where = f"{backends} · {first.check} · {first.subject or compat.NO_SUBJECT}"
+    where = " · ".join([backends, first.check, *([] if first.subject is None else [first.subject])])
     label = _tag("span", html_text(LABELS[first.state]), _css_class(first.state))
     parts = [_tag("p", label + " " + _tag("code", html_text(where)))]
     if group.alike([(f.backend, f.first_line) for f in group.failures]):

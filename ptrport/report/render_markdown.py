@@ -204,7 +204,7 @@ def _failure(number: int, group: compat.FailureGroup, cuts: set[_Cut]) -> list[s
         if len(group.backends) == 1
         else f"{first.platform_id}: {backends}"
     )
-    where = [first.check, first.subject or "(no subject)", on]
+    where = [first.check, *([] if first.subject is None else [first.subject]), on]
     label = _label(first.scenario, Cell(first.state, first.message))
     lines = [f"### ({number}) {label} " + " · ".join(markdown_text(w) for w in where), ""]
     if first.known is not None:

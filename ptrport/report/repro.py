@@ -21,6 +21,8 @@ from ptrport.report.platform_report import PlatformReport
 from ptrport.report.records import Outcome, Result
 
 REPRODUCIBLE = (Outcome.FAILED, Outcome.XFAILED, Outcome.ERROR, Outcome.CRASHED)
+_LISTED = 5
+"""The most check ids a message lists where the check named is not among them."""
 
 
 class ReproError(HarnessError):
@@ -95,7 +97,7 @@ def shell_script(result: Result, report: PlatformReport) -> str:
 # platform  {_comment(report.platform_id)}
 # test      {_comment(result.check)} on backend {_comment(result.backend)}
 # reported  {_comment(result.outcome.value)}: {_comment(result.message or "")}
-exec {command(result, report)}
+exec env {command(result, report)}
 """
 
 
@@ -112,21 +114,32 @@ def failures(report: PlatformReport) -> list[Result]:
 def select(
     report: PlatformReport, *, check: str, subject: str | None = None, backend: str | None = None
 ) -> Result:
-    """The one failure of ``check`` (narrowed by subject and backend) in ``report``."""
-    found = [
+    """The one failure of ``check`` (narrowed by subject and backend) in ``report``. ``check``
+    is a check's id or its pytest node id, or a parametrized check's id without its parameters
+    where the failures narrowed to are of one parameter id alone."""
+    narrowed = [
         r
         for r in failures(report)
-        if r.check == check
-        and (subject is None or r.subject == subject)
-        and (backend is None or r.backend == backend)
+        if (subject is None or r.subject == subject) and (backend is None or r.backend == backend)
     ]
+    found = [r for r in narrowed if check in (r.check, r.nodeid)]
+    if not found and "[" not in check:
+        found = [r for r in narrowed if r.check.partition("[")[0] == check]
+        ids = list(dict.fromkeys(r.check for r in found))
+        if len(ids) > 1:
+            raise ReproError(
+                f"{report.path}: {check!r} failed as {', '.join(ids)}; name one with --check"
+            )
     if not found:
-        raise ReproError(f"{report.path}: no failure with an example for check {check!r}")
+        ids = list(dict.fromkeys(r.check for r in narrowed))
+        more = f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
+        there = f"; its failures: {', '.join(ids[:_LISTED])}{more}" if ids else ""
+        raise ReproError(f"{report.path}: no failure with an example for check {check!r}{there}")
     if len(found) > 1:
         choices = ", ".join(f"{r.subject} on {r.backend}" for r in found)
         raise ReproError(
-            f"{report.path}: check {check!r} failed for {choices}; name one with --subject "
-            "and --backend"
+            f"{report.path}: check {found[0].check!r} failed for {choices}; name one with "
+            "--subject and --backend"
         )
     return found[0]
 
