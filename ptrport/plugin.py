@@ -38,9 +38,10 @@ if TYPE_CHECKING:
     from ptrport.run.session import Session
 
 _SESSION = pytest.StashKey["Session | None"]()
-_PYTHON_THREADS = pytest.StashKey[frozenset[int]]()
-"""The Python threads alive when the run was configured, before any test module was imported
-(isolation forks only a process whose test modules started none)."""
+_PYTHON_THREADS_AT_IMPORT = frozenset(t.ident for t in threading.enumerate() if t.ident)
+"""The Python threads alive when pytest loaded this plugin: before any conftest, test module
+or plugin loaded after it ran (isolation forks only a process where none of them started a
+thread). An xdist worker's own threads are among them."""
 _ASKING_OPTIONS = (
     "ptrport_backend",
     "ptrport_subject",
@@ -150,7 +151,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "placed too)",
     )
     config.stash[_SESSION] = None
-    config.stash[_PYTHON_THREADS] = frozenset(t.ident for t in threading.enumerate() if t.ident)
     if _asked(config):
         ptrport_session(config)
     else:
@@ -163,8 +163,9 @@ def ptrport_session(config: pytest.Config) -> Session:
     if current is None:
         from ptrport.run.session import Session
 
-        threads = config.stash[_PYTHON_THREADS]
-        current = config.stash[_SESSION] = Session.start(config, report_dir_default(), threads)
+        current = config.stash[_SESSION] = Session.start(
+            config, report_dir_default(), _PYTHON_THREADS_AT_IMPORT
+        )
     return current
 
 

@@ -5,6 +5,7 @@ them up."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -71,8 +72,9 @@ def _interruptible() -> None:
 def signal_when_started(
     pytester: pytest.Pytester, touched: str, sent: signal.Signals, *args: str
 ) -> tuple[int, str]:
-    """Run ``pytest ARGS`` in a process of its own and send it ``sent`` once a test of the run
-    has created the file ``touched``; its exit status and what it printed."""
+    """Run ``pytest ARGS`` in a session of its own and send ``sent`` to its process group, as a
+    terminal sends Ctrl-C to its foreground group, once a test of the run has created the file
+    ``touched``; its exit status and what it printed."""
     log = pytester.path / "pytest.log"
     process = pytester.popen(
         [sys.executable, "-m", "pytest", *args],
@@ -81,6 +83,7 @@ def signal_when_started(
         # As a terminal's Ctrl-C reaches it: a run started in the background (``cmd &`` in a
         # script) ignores SIGINT, and its children would inherit that.
         preexec_fn=_interruptible,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
@@ -88,7 +91,7 @@ def signal_when_started(
             assert process.poll() is None, f"pytest ended before a test made {touched}"
             assert time.monotonic() < deadline, f"no test made {touched}"
             time.sleep(0.1)
-        process.send_signal(sent)
+        os.killpg(process.pid, sent)
         process.wait(timeout=60)
     finally:
         if process.poll() is None:

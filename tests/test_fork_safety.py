@@ -3,7 +3,9 @@ and the warm process's handling of the children it forks."""
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
+import json
 import os
 import signal
 import subprocess
@@ -14,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import torch
 
 from ptrport.device import fork_safety
 from ptrport.device.backends import Backend, Fingerprint
@@ -43,7 +44,7 @@ def test_a_python_thread_started_since_the_count_is_named_until_it_ends() -> Non
     try:
         reason = fork_safety.started_threads(since)
         assert reason is not None
-        assert reason.startswith("1 thread (engine-loader) started since ptrport's imports (")
+        assert reason.startswith("1 thread (engine-loader) started since pytest loaded ptrport (")
     finally:
         stop.set()
         thread.join()
@@ -53,7 +54,7 @@ def test_a_python_thread_started_since_the_count_is_named_until_it_ends() -> Non
 def test_more_native_threads_than_after_the_imports_are_counted_whoever_started_them() -> None:
     now = fork_safety.Threads.now()
     reason = fork_safety.started_threads(fork_safety.Threads(now.native - 1, now.python))
-    assert reason is not None and " started since ptrport's imports (" in reason
+    assert reason is not None and " started since pytest loaded ptrport (" in reason
 
 
 @pytest.mark.parametrize("pool", [1, 2, 4])
@@ -72,11 +73,12 @@ def test_openblas_pools_are_not_counted_as_threads_a_fork_cannot_carry(pool: int
     assert native == 1  # the main thread alone
 
 
-@pytest.mark.skipif(torch.get_num_threads() < 2, reason="OpenMP runs one thread here: no pool")
 def test_the_openmp_probe_finds_the_pool_a_parallel_op_started_and_only_then() -> None:
-    # In a fresh interpreter: this one may have run parallel ops already.
+    # In a fresh interpreter: this one may have run parallel ops already. A pool of two threads,
+    # on one core as on many.
     script = (
         "import torch\n"
+        "torch.set_num_threads(2)\n"
         "from ptrport.device.fork_safety import openmp_hangs\n"
         "print(openmp_hangs())\n"
         "torch.ones(1 << 20).add_(1)\n"
@@ -97,7 +99,7 @@ def _remember_and_answer() -> Fingerprint:
 
 def test_the_device_is_asked_in_a_forked_child_and_what_it_did_stays_there() -> None:
     answer = fork_safety.ask_in_fork(_remember_and_answer)
-    assert answer == {"pid": answer["pid"], "nothing": None}
+    assert sorted(answer) == ["nothing", "pid"] and answer["nothing"] is None
     assert int(str(answer["pid"])) != os.getpid()
     assert ASKED == []
 
@@ -220,3 +222,211 @@ def _exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def _start_a_sleeper_then(then: str, pids: Path) -> Callable[[ChildPipes], None]:
+    """What a forked child runs: it starts a process of its own (an engine's worker, say),
+    writes its pid to ``pids``, then serves as :func:`_answer_then` does."""
+
+    def serve(pipes: ChildPipes) -> None:
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        pids.write_text(str(sleeper.pid))
+        _answer_then(then)(pipes)
+
+    return serve
+
+
+@pytest.mark.parametrize("then", ["return", "segfault", "hang"])
+def test_what_a_forked_child_started_ends_with_it_however_it_ends(
+    tmp_path: Path, then: str
+) -> None:
+    pids = tmp_path / "sleeper.pid"
+    warm = WarmProcess.start(prepare=lambda: None, serve_child=_start_a_sleeper_then(then, pids))
+    assert isinstance(warm, WarmProcess)
+    try:
+        child = warm.fork_child(tmp_path)
+        assert child is not None and child.send("a.py::test_a") == 1
+        child.wait(1, example_timeout=1)
+        child.close()
+        sleeper = int(pids.read_text())
+        deadline = time.monotonic() + 10
+        while _running(sleeper):
+            assert time.monotonic() < deadline, f"the child's own process outlived it ({then})"
+            time.sleep(0.05)
+    finally:
+        warm.close()
+        with contextlib.suppress(ValueError, OSError):
+            os.kill(int(pids.read_text()), signal.SIGKILL)
+
+
+ORPHANED = """
+import ctypes, json, os, signal, sys, time
+from pathlib import Path
+
+from ptrport.run.warm_process import WarmProcess
+
+if sys.argv[1] == "subreaper":
+    assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+
+
+def serve(pipes):
+    os.dup2(pipes.output, 1)
+    os.read(pipes.commands, 4096)
+    os.write(pipes.answers, b'{"command": 1, "count": 2, "example": {}}\\n')
+    os.read(pipes.commands, 4096)  # the second command: by then its warm process is dead
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+warm = WarmProcess.start(prepare=lambda: None, serve_child=serve)
+child = warm.fork_child(Path(sys.argv[2]))
+child.send("a.py::test_a")
+while not child.progress:
+    child._listen(0.05)
+os.kill(warm.pid, signal.SIGKILL)
+os.waitpid(warm.pid, 0)
+child.send("a.py::test_b")
+began = time.monotonic()
+ended = child.wait(1, example_timeout=60)
+print(json.dumps({"outcome": ended.outcome.value, "message": ended.message,
+                  "seconds": time.monotonic() - began}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("adopter", "message"),
+    [
+        (
+            "init",
+            "crashed: the check's process ended without a result after its warm process died "
+            "(exit status unknown) in example 2",
+        ),
+        ("subreaper", "crashed: the check's process was killed by SIGSEGV in example 2"),
+    ],
+)
+def test_a_child_whose_warm_process_died_is_reported_with_what_is_known(
+    tmp_path: Path, adopter: str, message: str
+) -> None:
+    """The warm process dies, then its child crashes: adopted by whatever adopts orphans here,
+    it ended, and how is not known; adopted by the run's process (a subreaper, as PID 1 in a
+    container is), the run reaps it and knows."""
+    done = subprocess.run(
+        [sys.executable, "-c", ORPHANED, adopter, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert (said["outcome"], said["message"]) == (Outcome.CRASHED.value, message)
+    assert said["seconds"] < 10, "a dead child was taken for a live one until the timeout"
+
+
+STARTING = """
+import os, sys, time
+from pathlib import Path
+
+from ptrport.run.warm_process import WarmProcess
+
+
+def prepare():
+    Path(sys.argv[1]).write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+WarmProcess.start(prepare=prepare, serve_child=lambda pipes: None)
+"""
+
+
+def test_ctrl_c_while_the_warm_process_prepares_ends_it_too(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches its whole foreground group; the warm process, in a group of
+    its own by then, ignores it, and the run that started it ends it as it stops."""
+    pid_file = tmp_path / "warm.pid"
+    run = subprocess.Popen(
+        [sys.executable, "-c", STARTING, str(pid_file)],
+        start_new_session=True,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        os.killpg(run.pid, signal.SIGINT)
+        assert run.wait(timeout=30) != 0
+        warm = int(pid_file.read_text())
+        deadline = time.monotonic() + 5
+        while _running(warm):
+            assert time.monotonic() < deadline, "the warm process outlived the run"
+            time.sleep(0.05)
+    finally:
+        run.kill()
+        with contextlib.suppress(ValueError, OSError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+SERVING = """
+import json, os, sys, time
+from pathlib import Path
+
+from ptrport.run.warm_process import WarmProcess
+
+
+def serve(pipes):
+    os.read(pipes.commands, 4096)
+    time.sleep(120)
+
+
+warm = WarmProcess.start(prepare=lambda: None, serve_child=serve)
+child = warm.fork_child(Path(sys.argv[1]))
+child.send("a.py::test_a")
+print(json.dumps([warm.pid, child.process.pid]), flush=True)
+try:
+    time.sleep(120)
+except KeyboardInterrupt:
+    time.sleep(0.5)  # as long as a signal takes to end a process that does not ignore it
+running = []
+for pid in (warm.pid, child.process.pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        state = "X"
+    running.append(state not in ("Z", "X"))
+print(json.dumps(running), flush=True)
+warm.close()
+"""
+
+
+def test_a_terminals_ctrl_c_reaches_the_run_alone_not_its_warm_process_or_child(
+    tmp_path: Path,
+) -> None:
+    """The run decides what a Ctrl-C ends (it records the interruption, then ends its
+    children): the warm process and the child it forked are not signalled with it."""
+    run = subprocess.Popen(
+        [sys.executable, "-c", SERVING, str(tmp_path)],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert run.stdout is not None
+        pids = json.loads(run.stdout.readline())
+        time.sleep(0.5)  # the child is in its check
+        os.killpg(run.pid, signal.SIGINT)
+        warm_running, child_running = json.loads(run.stdout.readline())
+        assert warm_running, "the terminal's Ctrl-C ended the warm process"
+        assert child_running, "the terminal's Ctrl-C ended the check's child"
+
+        assert run.wait(timeout=60) == 0
+        for pid in pids:
+            assert not _running(pid)
+    finally:
+        run.kill()

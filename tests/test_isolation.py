@@ -4,15 +4,16 @@ result of the run is there and right."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from ptrport.report.records import Outcome
 from ptrport.run import children
@@ -362,8 +363,8 @@ def test_where_a_test_module_starts_a_thread_children_are_spawned_with_the_same_
         [
             "isolation: 2 child processes for 4 isolated checks (restarted after 0 crashed, "
             "0 timed out, 2 failed), spawned, not forked: 1 thread (engine-loader) started "
-            "since ptrport's imports (* threads now, * then, OpenBLAS's pools aside): a test "
-            "module or plugin started them at import"
+            "since pytest loaded ptrport (* threads now, * then, OpenBLAS's pools aside): a "
+            "conftest, a plugin or a test module started them"
         ]
     )
 
@@ -431,10 +432,10 @@ def test_a_handler_bound_to_the_capture_at_import_logs_into_the_checks_capture(
     assert "Logging error" not in result.stdout.str() + result.stderr.str()
 
 
-@pytest.mark.skipif(torch.get_num_threads() < 2, reason="OpenMP runs one thread here: no pool")
 def test_where_openmp_ran_before_the_run_children_are_spawned_and_their_parallel_ops_finish(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # a pool of two, on one core as on many
     # A conftest runs before ptrport's imports: the threads it leaves are counted as theirs.
     pytester.makeconftest("import torch\n\ntorch.ones(1 << 20).add_(1)\n")
     pytester.makepyfile(
@@ -519,3 +520,184 @@ def test_2_waits(ptrport_device):
     for pid in (child, warm):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+ASYNCIO_CONFTEST = """
+import asyncio
+import threading
+
+import pytest
+
+# An engine's async client: its event loop runs in a thread the conftest starts.
+loop = asyncio.new_event_loop()
+threading.Thread(target=loop.run_forever, name="asyncio-loop", daemon=True).start()
+
+
+@pytest.fixture
+def engine_loop():
+    return loop
+"""
+
+ASYNCIO_TEST = """
+import asyncio
+
+import pytest
+
+
+@pytest.mark.ptrport(backends=["cpu"])
+def test_a_request_through_the_clients_loop(ptrport_device, engine_loop):
+    async def answer():
+        return 42
+
+    assert asyncio.run_coroutine_threadsafe(answer(), engine_loop).result(timeout=10) == 42
+"""
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["isolated", "in-process"])
+def test_a_thread_a_conftest_started_sends_the_run_to_spawning_and_the_test_passes(
+    pytester: pytest.Pytester, isolate: bool
+) -> None:
+    pytester.makeconftest(ASYNCIO_CONFTEST)
+    pytester.makepyfile(test_client=ASYNCIO_TEST)
+    isolation = () if isolate else ("--no-isolate",)
+    result = pytester.runpytest_subprocess(
+        "--backend=cpu", "--platform-name=iso", "-p", "no:cacheprovider", *isolation
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert _outcomes(pytester) == [
+        ("test_client.py::test_a_request_through_the_clients_loop", "cpu", "passed")
+    ]
+    if isolate:
+        result.stdout.fnmatch_lines(
+            [
+                "isolation: 1 child process for 1 isolated check *, spawned, not forked: "
+                "1 thread (asyncio-loop) started since pytest loaded ptrport (*): a conftest, "
+                "a plugin or a test module started them"
+            ]
+        )
+
+
+LEAVES_A_PROCESS = """
+import ctypes
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.ptrport(backends=["cpu"])
+
+
+@pytest.mark.parametrize("n", range({count}))
+def test_starts_a_worker_then_crashes(ptrport_device, n):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "{token}"])
+    ctypes.string_at(0)
+"""
+
+THREAD_CONFTEST = """
+import threading
+
+threading.Thread(target=threading.Event().wait, name="engine-loader", daemon=True).start()
+"""
+
+
+def _processes_with(token: str) -> list[int]:
+    """The processes still running whose command line holds ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if token.encode() in command and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize(("children", "count"), [("forked", 20), ("spawned", 3)])
+def test_crashed_checks_leave_no_process_of_theirs_behind(
+    pytester: pytest.Pytester, children: str, count: int
+) -> None:
+    token = f"ptrport-left-behind-{os.getpid()}-{children}"
+    if children == "spawned":
+        pytester.makeconftest(THREAD_CONFTEST)
+    pytester.makepyfile(test_workers=LEAVES_A_PROCESS.format(count=count, token=token))
+    try:
+        result = pytester.runpytest_subprocess(
+            "--backend=cpu", "--platform-name=iso", "-p", "no:cacheprovider"
+        )
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        assert [o for *_, o in _outcomes(pytester)] == ["crashed"] * count
+        result.stdout.fnmatch_lines([f"isolation: {count} child processes *, {children}*"])
+        deadline = time.monotonic() + 10
+        while left := _processes_with(token):
+            assert time.monotonic() < deadline, f"{len(left)} of {count} workers outlived the run"
+            time.sleep(0.1)
+    finally:
+        for pid in _processes_with(token):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+FAKED_DEVICE = {
+    "initialized": (
+        "import torch\n\ntorch.cuda.is_initialized = lambda: True\n",
+        "cuda already initialized in this process",
+    ),
+    # Torch marks the fork it spoiled in the forked process: here, any process but this one.
+    "spoiled": (
+        "import os\n\nimport torch\n\n_RUN = os.getpid()\n"
+        "torch.cuda._is_in_bad_fork = lambda: os.getpid() != _RUN\n",
+        "cuda's driver was initialized before the fork (a test module or conftest asked the "
+        "device, or used it, at import)",
+    ),
+}
+
+
+@pytest.mark.parametrize("device", list(FAKED_DEVICE))
+def test_a_device_initialized_before_the_fork_sends_the_run_to_spawning(
+    pytester: pytest.Pytester, device: str
+) -> None:
+    """On a GPU machine a device the run's process initialized does not survive a fork; here a
+    conftest says torch's CUDA is initialized (or the fork spoiled it), as torch would there."""
+    conftest, reason = FAKED_DEVICE[device]
+    pytester.makeconftest(conftest)
+    pytester.makepyfile(test_engine=PASSING_AND_FAILING)
+    result = pytester.runpytest_subprocess(
+        "--backend=cpu,cpu-usm", "--platform-name=iso", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert [o for *_, o in _outcomes(pytester)] == ["failed", "failed", "passed", "passed"]
+    result.stdout.fnmatch_lines([f"isolation: 2 child processes *, spawned, not forked: {reason}"])
+
+
+NVML_SEEN = """
+import os
+
+import pytest
+
+with open("nvml.txt", "a") as seen:
+    seen.write(f"import {os.environ.get('PYTORCH_NVML_BASED_CUDA_CHECK')}\\n")
+
+
+@pytest.mark.ptrport(backends=["cpu"])
+def test_records_it(ptrport_device):
+    with open("nvml.txt", "a") as seen:
+        seen.write(f"check {os.environ.get('PYTORCH_NVML_BASED_CUDA_CHECK')}\\n")
+"""
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "1"), ("0", "0")])
+def test_cuda_is_asked_of_nvml_from_the_test_modules_imports_on_unless_the_user_said(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, given: str | None, seen: str
+) -> None:
+    """``torch.cuda.is_available()`` initializes CUDA unless this is set, and a test module
+    that asks it at import would keep the run from forking on a GPU machine."""
+    if given is None:
+        monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
+    else:
+        monkeypatch.setenv("PYTORCH_NVML_BASED_CUDA_CHECK", given)
+    pytester.makepyfile(test_nvml=NVML_SEEN)
+    result = pytester.runpytest_subprocess("--backend=cpu", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    assert (pytester.path / "nvml.txt").read_text().split() == ["import", seen, "check", seen]

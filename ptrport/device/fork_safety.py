@@ -12,10 +12,12 @@ must start its children otherwise (``None``: safe).
   process: :func:`spoiled_devices` reads that mark there. What only an initialized device can
   tell (its model, its capability, Triton's driver for it) ptrport asks from a forked child
   (:func:`ask_in_fork`), so that the run's process stays fork-safe on a GPU machine too.
-- **No thread was started since the imports.** A fork keeps only the thread that forked: a
-  lock another thread held stays held, a pool's workers are gone. So threads are counted
-  against their number right after the imports (:func:`started_threads`), and a Python thread
-  started by a test module at import is named. OpenBLAS's pools are not counted: OpenBLAS
+- **No thread was started since ptrport was loaded.** A fork keeps only the thread that
+  forked: a lock another thread held stays held, a pool's workers are gone, an event loop
+  another thread ran never answers. So native threads are counted against their number right
+  after the imports, and Python threads against those alive when pytest loaded ptrport, before
+  any conftest ran (:func:`started_threads`); a Python thread that a conftest, a plugin or a
+  test module started is named. OpenBLAS's pools are not counted: OpenBLAS
   stops them before a fork and starts them again on their next use, and an engine's imports
   load more than one (``import torch`` loads numpy's; vLLM's, OpenCV's too).
 - **OpenMP's pool is not started.** After one OpenMP-parallel torch op, GNU OpenMP keeps a team
@@ -148,7 +150,8 @@ def _device_module_says(name: str, question: str) -> bool:
 
 
 def started_threads(since: Threads) -> str | None:
-    """Which threads were started since ``since``, if any."""
+    """Which threads were started since ``since``, if any: ``since.python`` is taken when
+    pytest loads ptrport, ``since.native`` after ptrport's imports."""
     now = Threads.now()
     named = [t.name for t in threading.enumerate() if t.ident not in since.python]
     if now.native <= since.native and not named:
@@ -156,9 +159,9 @@ def started_threads(since: Threads) -> str | None:
     started = max(now.native - since.native, len(named))
     names = f" ({', '.join(sorted(named))})" if named else ""
     return (
-        f"{started} thread{'s' if started != 1 else ''}{names} started since ptrport's imports "
-        f"({now.native} threads now, {since.native} then, OpenBLAS's pools aside): a test "
-        "module or plugin started them at import"
+        f"{started} thread{'s' if started != 1 else ''}{names} started since pytest loaded "
+        f"ptrport ({now.native} threads now, {since.native} then, OpenBLAS's pools aside): a "
+        "conftest, a plugin or a test module started them"
     )
 
 

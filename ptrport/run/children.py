@@ -34,6 +34,9 @@ POLL_S = 0.05
 """How often the parent looks at a child that has not answered."""
 CLOSE_S = 30.0
 """How long a child may take to finish once the run has no more checks for it."""
+STATUS_UNKNOWN = 256
+"""The exit status of a child whose end no process could see (its warm process died before
+it): none that a process can end with."""
 
 
 def item_key(item: pytest.Item) -> str:
@@ -64,26 +67,54 @@ class ChildProcess(Protocol):
 
 
 class SpawnedProcess:
-    """A child started as a fresh interpreter, in a session of its own."""
+    """A child started as a fresh interpreter, in a session of its own. Whenever it ends, what
+    it started ends too: its process group is killed before it is reaped."""
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self._process = process
         self.pid = process.pid
 
     def poll(self) -> int | None:
+        if self._process.returncode is None and ended_unreaped(self.pid):
+            kill_group(self.pid)
         return self._process.poll()
 
     def wait(self, timeout: float) -> int | None:
-        try:
-            return self._process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
+        deadline = time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(WAIT_S, left))
+        return code
 
     def kill(self) -> None:
         if self._process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGKILL)
+            kill_group(self.pid)
             self._process.wait()
+
+
+WAIT_S = 0.005
+"""How often a wait for a child's end looks whether it has ended."""
+
+
+def ended_unreaped(pid: int) -> bool:
+    """Whether this process's child ``pid`` has ended; it stays unreaped, so that its process
+    group's id cannot be taken by another process until it is."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return False
+
+
+def kill_group(pid: int) -> None:
+    """Kill ``pid``'s process group (a child's session: the child and all it started that
+    stayed there), or ``pid`` if it has not made one yet."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -114,6 +145,11 @@ def _fatal(directory: Path) -> str:
 
 
 def _death(code: int) -> str:
+    if code == STATUS_UNKNOWN:
+        return (
+            "the check's process ended without a result after its warm process died "
+            "(exit status unknown)"
+        )
     if code < 0:
         try:
             name = signal.Signals(-code).name

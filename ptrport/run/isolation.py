@@ -160,8 +160,8 @@ class IsolatedChecks:
         self._directory: tempfile.TemporaryDirectory[str] | None = None
         self._items: list[pytest.Item] | None = None
         self._threads = fork_safety.Threads.now(python=python_threads)
-        """This process's threads right after ptrport's imports (its Python threads, when the
-        run was configured)."""
+        """This process's threads right after ptrport's imports (its Python threads, when pytest
+        loaded ptrport: a thread a conftest started is not among them)."""
         self._unsafe: str | None = None
         """Why children are spawned, not forked, once that is known."""
         os.environ.setdefault(NVML_CHECK, "1")

@@ -59,8 +59,8 @@ class Session:
         report_dir_default: str | None,
         python_threads: frozenset[int],
     ) -> Session:
-        """The roles of this process; ``python_threads``: the Python threads alive when the run
-        was configured."""
+        """The roles of this process; ``python_threads``: the Python threads alive when pytest
+        loaded ptrport, before any conftest ran."""
         settings = RunSettings.from_config(config, report_dir_default)
         manager = config.pluginmanager
         role = Role.of(config)

@@ -15,7 +15,14 @@ The run's process and the warm process talk over a Unix socket pair, one JSON me
 The run's process closing its end tells the warm process to kill what children it still has
 and end. The warm process is in a process group of its own and ignores SIGINT, so that the
 terminal's Ctrl-C reaches the run alone; each child is in a session of its own, as a spawned
-child is, so that killing its process group kills what it started too.
+child is, so that killing its process group kills what it started too. That group is killed
+whenever a child ends, however it ended, before the child is reaped: the processes a check
+started end with the child that ran it.
+
+Should the warm process die, its children live on as orphans: adopted by this process where it
+adopts orphans (PID 1 in a container, a subreaper), which then reaps them and knows how they
+ended; by another process elsewhere, and a child that ended there is reported with what is
+known, that it ended and not how.
 """
 
 from __future__ import annotations
@@ -36,10 +43,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ptrport.device.fork_safety import quiet_fork
-from ptrport.run.children import CLOSE_S, OUTPUT_FILE, STARTUP_S, Child
-
-STATUS_UNKNOWN = 0
-"""The exit status of a child whose end the warm process could not report (it ended first)."""
+from ptrport.run.children import (
+    CLOSE_S,
+    OUTPUT_FILE,
+    STARTUP_S,
+    STATUS_UNKNOWN,
+    WAIT_S,
+    Child,
+    ended_unreaped,
+    kill_group,
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,11 @@ class WarmProcess:
                 os._exit(1)  # _serve never returns: anything else is a failure of its own
         warm_end.close()
         warm = cls(pid, link)
-        first = warm._reply(STARTUP_S)
+        try:
+            first = warm._reply(STARTUP_S)
+        except BaseException:  # Ctrl-C while it prepares: it must not live on as an orphan
+            warm.close(at_once=True)
+            raise
         if first is None or "ready" not in first:
             warm.close()
             if first is None:
@@ -98,6 +115,7 @@ class WarmProcess:
         """A child forked from the warm process, its output in ``directory``; ``None`` if the
         warm process is gone."""
         if self._link is None:
+            self.close()
             return None
         commands_read, commands_write = os.pipe()
         answers_read, answers_write = os.pipe()
@@ -126,11 +144,16 @@ class WarmProcess:
         warm process to report it (``None``: still running)."""
         deadline = time.monotonic() + timeout
         while pid not in self._exits:
-            if self._link is None:
-                return None if _alive(pid) else STATUS_UNKNOWN
             left = deadline - time.monotonic()
-            if not self._receive(max(left, 0.0)) and left <= 0:
+            if self._link is not None:
+                if not self._receive(max(left, 0.0)) and left <= 0:
+                    return None
+            elif (status := _orphan_status(pid)) is not None:
+                self._exits[pid] = status
+            elif left <= 0:
                 return None
+            else:
+                time.sleep(min(WAIT_S, left))
         return self._exits[pid]
 
     def _reply(self, timeout: float) -> dict[str, Any] | None:
@@ -164,11 +187,15 @@ class WarmProcess:
                 self._replies.append(message)
         return True
 
-    def close(self) -> None:
-        """End the warm process (it kills what children it still has) and wait for it."""
+    def close(self, *, at_once: bool = False) -> None:
+        """End the warm process (it kills what children it still has) and wait for it;
+        ``at_once``: kill it, not waiting for it to end by itself."""
         if self._link is not None:
             self._link.close()
             self._link = None
+        if at_once:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
         deadline = time.monotonic() + CLOSE_S
         while True:
             try:
@@ -199,28 +226,38 @@ class ForkedProcess:
 
     def kill(self) -> None:
         if self.poll() is None:
-            _kill_group(self.pid)
+            kill_group(self.pid)
             self.wait(CLOSE_S)
 
 
-def _kill_group(pid: int) -> None:
-    """Kill ``pid``'s process group (the child's session), or ``pid`` if it has not made one
-    yet."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+def _orphan_status(pid: int) -> int | None:
+    """The exit status of child ``pid`` of a warm process that died, once it has ended
+    (``None`` while it runs): its own, where this process adopted and so reaps it, else
+    :data:`STATUS_UNKNOWN`. Either way its process group is killed."""
+    if ended_unreaped(pid):  # adopted here
+        kill_group(pid)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
+    if _running(pid):
+        return None
+    kill_group(pid)
+    return STATUS_UNKNOWN
 
 
-def _alive(pid: int) -> bool:
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not ended (a zombie has)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            state = stat.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def _serve(
@@ -267,7 +304,7 @@ def _serve(
                 _tell(link, {"forked": pid})
     finally:
         for pid in children:
-            _kill_group(pid)
+            kill_group(pid)
         for pid in children:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
@@ -305,14 +342,19 @@ def _fork_child(
 
 
 def _reap(link: socket.socket, children: set[int]) -> None:
-    """Report each child that has ended."""
+    """Report each child that has ended, having killed its process group while its zombie
+    still holds the group's id."""
     while children:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return
-        if not pid:
+        if ended is None:
             return
+        pid = ended.si_pid
+        if pid in children:
+            kill_group(pid)
+        _, status = os.waitpid(pid, 0)
         if pid in children:
             children.discard(pid)
             _tell(link, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
