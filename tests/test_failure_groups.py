@@ -218,7 +218,7 @@ class TestPage:
             assert f"- {backend}: {messages[backend]}" in failures
             assert (
                 f"HYPOTHESIS_PROFILE=ci pytest 'test_t.py::test_x[{backend}]' "
-                f"--backend={backend} --hypothesis-seed=1234\n"
+                f"--backend={backend} --platform-name=lab --hypothesis-seed=1234\n"
             ) in failures
         assert "ptrport report repro" not in markdown
         assert "| **FAIL** (1) | **FAIL** (1) | **FAIL** (1) | **FAIL** (1) |" in markdown

@@ -329,8 +329,10 @@ def test_not_on_usm(ptrport_device):
         )
         assert done.returncode == 0, done.stderr
         command = done.stdout.strip()
+        # Into the report it came from: the backend alone would name another platform.
         assert command.endswith(
-            "pytest 'test_fails.py::test_not_on_usm[cpu-usm]' --backend=cpu-usm"
+            "pytest 'test_fails.py::test_not_on_usm[cpu-usm]' --backend=cpu-usm "
+            f"--platform-name={report.stem}"
         )
         # The command's `pytest` as a user's shell finds it, in this interpreter's environment
         # as if activated (the suite may be run as venv/bin/pytest with another pytest first).
@@ -345,6 +347,13 @@ def test_not_on_usm(ptrport_device):
             env={**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")},
         )
         assert rerun.returncode == 1 and "1 failed" in rerun.stdout, rerun.stdout
+        # The rerun merged into that report, which keeps the test's result on cpu.
+        assert list((project.path / "reports").glob("*.json")) == [report]
+        kept = json.loads(report.read_text())["results"]
+        assert sorted((r["backend"], r["outcome"]) for r in kept) == [
+            ("cpu", "passed"),
+            ("cpu-usm", "failed"),
+        ]
 
     def test_one_cause_on_four_backends_is_one_group_on_the_page_rerun_by_its_pytest_command(
         self, project: pytest.Pytester
@@ -399,7 +408,7 @@ def test_pointer_table(ptrport_device):
             command = (
                 f"HYPOTHESIS_PROFILE={run['hypothesis_profile']} pytest "
                 f"'test_table.py::test_pointer_table[{result['backend']}]' "
-                f"--backend={result['backend']}{seed}"
+                f"--backend={result['backend']} --platform-name=lab{seed}"
             )
             assert command + "\n" in failures
         assert "ptrport report repro" not in markdown
@@ -410,6 +419,65 @@ def test_pointer_table(ptrport_device):
         )
         assert section.count('<pre class="repro">') == 1
         assert section.count("pytest &#x27;test_table.py::test_pointer_table[") == 4
+
+
+class TestSummary:
+    def test_the_summary_names_the_marked_tests_modules_apart_from_the_scenarios(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        use_profile(pytester, max_examples=5)
+        pytester.makepyfile(
+            test_counting="""
+from hypothesis import given, strategies as st
+
+
+@given(x=st.integers())
+def test_any_int(backend, x):
+    assert isinstance(x, int)
+""",
+            test_table="""
+import pytest
+
+
+@pytest.mark.ptrport
+def test_marked(ptrport_device):
+    pass
+""",
+        )
+        result = pytester.runpytest("--backend=cpu", "--no-isolate")
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(
+            [
+                "scenarios, slowest first: counting * s (* examples/s)",
+                "marked tests' modules, slowest first: test_table.py * s",
+            ]
+        )
+        result.stdout.no_fnmatch_line("scenarios, slowest first:*test_table.py*")
+
+    def test_a_module_that_fails_to_collect_is_named_an_error_not_a_missing_scenario(
+        self, project: pytest.Pytester
+    ) -> None:
+        project.makepyfile(
+            test_broken="""
+import pytest
+
+import a_module_that_is_not_installed
+
+
+@pytest.mark.ptrport
+def test_marked(ptrport_device):
+    pass
+"""
+        )
+        result = project.runpytest("--backend=cpu", "--no-isolate")
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines(
+            ["ptrport: 1 error during collection; no check ran, no report written"]
+        )
+        result.stdout.no_fnmatch_line("*no scenario*")
+        assert not (project.path / "reports").exists() or not any(
+            (project.path / "reports").glob("*.json")
+        )
 
 
 def test_a_run_with_marked_and_unmarked_tests_leaves_the_unmarked_ones_as_they_are(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from ptrport.report.platform_report import (
     ReportError,
     ReportWriter,
     journal_path,
+    kept_results,
     load_report,
     rewrite_report,
     totals,
@@ -45,6 +48,20 @@ RESULTS = [
         body=BODY,
     ),
 ]
+
+
+EARLIER = tuple(
+    result("table_round_trip::x", on=on, subject=subject)
+    for on in ("cpu", "cpu-usm")
+    for subject in ("uint64/torch", "int64/torch")
+)
+"""A report's results, as a partial run finds them."""
+RERUN = replace(EARLIER[2], outcome=Outcome.FAILED, message=OVERFLOW)
+"""The partial run's result of one of them: ``uint64/torch`` on ``cpu-usm``, failing now."""
+
+
+def _mode(path: Path) -> str:
+    return oct(stat.S_IMODE(path.stat().st_mode))
 
 
 def _written(directory: Path) -> Path:
@@ -202,6 +219,87 @@ class TestWriting:
         text = journal.read_text()
         journal.write_text(text[: len(text) - 40])
         assert load_report(writer.path).results == (RESULTS[0],)
+
+    @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=oct)
+    def test_a_report_and_its_journal_have_the_permissions_of_a_plain_open(
+        self, tmp_path: Path, umask: int
+    ) -> None:
+        previous = os.umask(umask)
+        try:
+            writer = ReportWriter(tmp_path, document("lab-1", [], status=RUNNING))
+            writer.add(RESULTS[0])
+            journal = journal_path(writer.path)
+            during = _mode(writer.path), _mode(journal)
+            path = writer.finish(run_info())
+        finally:
+            os.umask(previous)
+        wanted = oct(0o666 & ~umask)
+        assert during == (wanted, wanted)
+        assert _mode(path) == wanted
+        assert [p.name for p in tmp_path.iterdir()] == ["lab-1.json"]
+
+
+class TestPartialRuns:
+    """A partial run's writer: the results it keeps from the report it found are in the file
+    from its first write on, and its own replace those of the same checks."""
+
+    def _earlier(self, directory: Path) -> PlatformReport:
+        return load_report(write_report(document("lab-1", EARLIER), directory))
+
+    def test_the_kept_results_name_the_run_they_came_from_and_keep_an_older_origin(
+        self, tmp_path: Path
+    ) -> None:
+        older = {"started": "2026-11-30T00:00:00+00:00", "hypothesis_profile": "dev", "seed": "7"}
+        earlier = self._earlier(tmp_path)
+        earlier = replace(
+            earlier, results=(replace(earlier.results[0], from_run=older), *earlier.results[1:])
+        )
+        kept = kept_results(earlier)
+        run = {
+            "started": earlier.run["started"],
+            "hypothesis_profile": "ci",
+            "seed": "derandomized",
+        }
+        assert [r.from_run for r in kept] == [older, run, run, run]
+        assert tuple(replace(r, from_run=None) for r in kept) == EARLIER
+
+    def test_the_kept_results_are_written_first_and_a_new_one_replaces_its_check_in_place(
+        self, tmp_path: Path
+    ) -> None:
+        kept = kept_results(self._earlier(tmp_path))
+        writer = ReportWriter(tmp_path, document("lab-1", [], status=RUNNING), kept)
+        assert load_report(writer.path).results == kept
+        writer.add(RERUN)
+        during = load_report(writer.path)
+        assert during.results == (*kept[:2], RERUN, kept[3])
+        after = load_report(writer.finish(run_info()))
+        assert after.results == during.results
+        assert after.totals["failed"] == 1 and after.complete is True
+        written = json.loads(writer.path.read_text())
+        assert ["from_run" in r for r in written["results"]] == [True, True, False, True]
+        jsonschema.Draft202012Validator(schema.load_schema("report-1")).validate(written)
+
+    def test_a_killed_partial_run_is_read_with_its_journal_in_place_of_the_kept_results(
+        self, tmp_path: Path
+    ) -> None:
+        kept = kept_results(self._earlier(tmp_path))
+        writer = ReportWriter(tmp_path, document("lab-1", [], status=RUNNING), kept)
+        new_check = result("table_round_trip::y", on="cpu")
+        writer.add(RERUN)
+        writer.add(new_check)
+        del writer  # killed: no finish()
+        in_the_file = json.loads((tmp_path / "lab-1.json").read_text())["results"]
+        assert [Result.from_record(r) for r in in_the_file] == list(kept)
+        read = load_report(tmp_path / "lab-1.json")
+        assert read.complete is False
+        assert read.results == (*kept[:2], RERUN, kept[3], new_check)
+
+    def test_a_new_check_of_a_partial_run_follows_the_kept_ones(self, tmp_path: Path) -> None:
+        kept = kept_results(self._earlier(tmp_path))
+        writer = ReportWriter(tmp_path, document("lab-1", [], status=RUNNING), kept)
+        new_check = result("table_round_trip::y", on="cpu")
+        writer.add(new_check)
+        assert load_report(writer.finish(run_info())).results == (*kept, new_check)
 
 
 class TestRewriting:

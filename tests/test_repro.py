@@ -17,7 +17,7 @@ from ptrport.device.allocations import allocate
 from ptrport.device.backends import CpuBackend, CpuPlacedBackend, CpuUsmBackend
 from ptrport.report.platform_report import PlatformReport
 from ptrport.report.records import Outcome, Result, describe_example
-from ptrport.report.repro import ReproError, script, select, write_scripts
+from ptrport.report.repro import ReproError, command, script, select, write_scripts
 
 CPU = CpuBackend()
 INT64_FAILURE = {"src": "0x0000000000000000", "dst": "0x8000000000000000", "nbytes": 0}
@@ -194,6 +194,34 @@ def test_a_check_with_no_failure_is_refused_with_the_first_five_ids_that_failed(
         "reports/lab-1.json: no failure with an example for check 'nope'; its failures: "
         + ", ".join(checks[:5])
         + " and 2 more"
+    )
+
+
+def test_a_kept_results_command_reruns_it_with_the_seed_of_the_run_that_found_it() -> None:
+    """A partial run keeps the results of an earlier one; the same examples come back only
+    with that run's profile and seed. Every command names the report's platform, so that a
+    rerun on cpu-usm merges into it rather than into a report of its own."""
+    found = dataclasses.replace(
+        _result("own test", INT64_FAILURE, check="test_t.py::test_x", outcome=Outcome.FAILED),
+        backend="cpu-usm",
+        nodeid="test_t.py::test_x[cpu-usm]",
+    )
+    kept = dataclasses.replace(
+        found,
+        from_run={
+            "started": "2026-12-06T01:00:00+00:00",
+            "hypothesis_profile": "nightly",
+            "seed": "99",
+        },
+    )
+    report = dataclasses.replace(_report(), run={"hypothesis_profile": "dev", "seed": "1234"})
+    assert command(found, report) == (
+        "HYPOTHESIS_PROFILE=dev pytest 'test_t.py::test_x[cpu-usm]' --backend=cpu-usm "
+        "--platform-name=lab-1 --hypothesis-seed=1234"
+    )
+    assert command(kept, report) == (
+        "HYPOTHESIS_PROFILE=nightly pytest 'test_t.py::test_x[cpu-usm]' --backend=cpu-usm "
+        "--platform-name=lab-1 --hypothesis-seed=99"
     )
 
 

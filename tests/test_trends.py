@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -167,6 +168,10 @@ class TestThreeNights:
             "2026-12-06T021500Z.json",
             "2026-12-07T021500Z.json",
         ]
+        umask = os.umask(0o022)
+        os.umask(umask)
+        # As a plain open() writes them, as the reports and the page are.
+        assert {oct(p.stat().st_mode & 0o777) for p in kept.iterdir()} == {oct(0o666 & ~umask)}
         assert main(["report", "merge", str(report), "-o", str(out), "--keep", "2"]) == 2
         assert "name the DIR" in capsys.readouterr().err
 

@@ -13,10 +13,8 @@ Pure: no torch, numpy, pytest or hypothesis (the nightly's report job has none o
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +25,13 @@ from ptrport.errors import HarnessError
 from ptrport.report.defaults import DEFAULT_LIMIT
 from ptrport.report.matrix import CellState, Matrix
 from ptrport.report.measurements import measurements_of
-from ptrport.report.platform_report import MATRIX_SCHEMA, PlatformReport, ReportError, load_reports
+from ptrport.report.platform_report import (
+    MATRIX_SCHEMA,
+    PlatformReport,
+    ReportError,
+    load_reports,
+    write_text_atomically,
+)
 
 NIGHT_FORMAT = "%Y-%m-%dT%H%M%SZ"
 """A kept night's file name, before ``.json``: its run's UTC start, e.g. ``2026-12-02T021500Z``."""
@@ -171,14 +175,7 @@ def _store(text: str, started: datetime, history_dir: Path, limit: int) -> Path:
     try:
         history_dir.mkdir(parents=True, exist_ok=True)
         path = history_dir / f"{night_name(started)}.json"
-        fd, temporary = tempfile.mkstemp(dir=history_dir, prefix=".night", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text if text.endswith("\n") else text + "\n")
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_text_atomically(path, text if text.endswith("\n") else text + "\n")
         kept = sorted(p for p in history_dir.iterdir() if _NIGHT_NAME.fullmatch(p.name))
         for old in kept[:-limit]:
             old.unlink()

@@ -3,7 +3,10 @@
 Written incrementally: when the first result arrives, ``<id>.json`` is written marked
 incomplete, and each result is appended to the journal ``<id>.results.jsonl`` beside it; at the
 end the full report replaces ``<id>.json`` atomically and the journal goes. A run that is
-killed leaves the incomplete report and the journal, and :func:`load_report` reads both.
+killed leaves the incomplete report and the journal, and :func:`load_report` reads both. A
+partial run (a rerun of some checks) starts the file with the results it keeps from the report
+it found (:func:`kept_results`), so that they are in it from the first write on; its own
+results replace those of the same checks (:func:`merge_results`).
 :func:`rewrite_report` changes a report in place (``ptrport probe`` swaps one scenario's results,
 ``ptrport bench`` its benchmarks section).
 Every read is validated against ``ptrport/report/schemas/report-1.schema.json``; a file that
@@ -20,6 +23,7 @@ import json
 import math
 import os
 import re
+import secrets
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -140,16 +144,35 @@ def journal_path(report: Path) -> Path:
 
 
 def write_json_atomically(path: Path, document: dict[str, Any]) -> None:
-    """Write ``document`` so that a reader sees the old file or the new one, never half."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    """Write ``document`` as :func:`write_text_atomically` does."""
+    write_text_atomically(path, json.dumps(document, indent=2) + "\n")
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` so that a reader sees the old file or the new one, never half, with the
+    permissions a plain ``open()`` gives a new file (``0o666`` less the umask)."""
+    fd, temporary = _new_file_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2)
-            out.write("\n")
+            out.write(text)
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+
+
+def _new_file_beside(path: Path) -> tuple[int, Path]:
+    """A new file in ``path``'s directory, open for writing. Not ``tempfile.mkstemp``: its
+    files are ``0o600`` whatever the umask, and a report is read by others (CI, a web server
+    of the reports directory) as ``matrix.html`` beside it is."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(tempfile.TMP_MAX):
+        candidate = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(candidate, flags, 0o666), candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no unused temporary name beside {path}")
 
 
 def write_report(report: dict[str, Any], directory: Path) -> Path:
@@ -163,12 +186,23 @@ def write_report(report: dict[str, Any], directory: Path) -> Path:
 class ReportWriter:
     """Writes one platform's report as its results arrive."""
 
-    def __init__(self, directory: Path, header: dict[str, Any]) -> None:
-        """``header`` is a report from :func:`build_report` with no results yet."""
-        self.path = write_report(header, directory)
+    def __init__(
+        self, directory: Path, header: dict[str, Any], kept: Sequence[Result] = ()
+    ) -> None:
+        """``header`` is a report from :func:`build_report` with no results yet; ``kept``, the
+        results a partial run keeps from the report it replaces (:func:`kept_results`), are
+        written with it, before the journal of the new ones starts."""
+        self.kept = tuple(kept)
         self._header = header
         self._results: list[Result] = []
+        self.path = write_report(self._document(header["run"], complete=False), directory)
         self._journal: IO[str] | None = journal_path(self.path).open("w", encoding="utf-8")
+
+    @property
+    def results(self) -> list[Result]:
+        """The report's results as it would be written now: the kept ones, this run's in place
+        of those of the same checks."""
+        return merge_results(self.kept, self._results)
 
     def add(self, result: Result) -> None:
         self._results.append(result)
@@ -179,17 +213,54 @@ class ReportWriter:
     def finish(self, run: RunInfo) -> Path:
         """Replace the report with the complete one (or, for an interrupted run, with what it
         has, marked incomplete) and remove the journal."""
-        report = dict(self._header)
-        report["complete"] = run.status == FINISHED
-        report["run"] = run.to_record()
-        report["totals"] = totals(self._results)
-        report["results"] = [r.to_record() for r in self._results]
+        report = self._document(run.to_record(), complete=run.status == FINISHED)
         write_json_atomically(self.path, report)
         if self._journal is not None:
             self._journal.close()
             self._journal = None
         journal_path(self.path).unlink(missing_ok=True)
         return self.path
+
+    def _document(self, run: dict[str, Any], *, complete: bool) -> dict[str, Any]:
+        results = self.results
+        return {
+            **self._header,
+            "complete": complete,
+            "run": run,
+            "totals": totals(results),
+            "results": [r.to_record() for r in results],
+        }
+
+
+def kept_results(report: PlatformReport) -> tuple[Result, ...]:
+    """The results of ``report`` as a partial run keeps them: each names the run it came from
+    (``from_run``), its own where it was kept before."""
+    origin = {
+        "started": str(report.run.get("started", "")),
+        "hypothesis_profile": str(report.run.get("hypothesis_profile", "")),
+        "seed": str(report.run.get("seed", "")),
+    }
+    return tuple(
+        r if r.from_run is not None else replace(r, from_run=origin) for r in report.results
+    )
+
+
+def merge_results(kept: Sequence[Result], new: Sequence[Result]) -> list[Result]:
+    """``kept`` with ``new`` in place of the results of the same checks (:attr:`Result.key`:
+    check, subject, backend), in ``kept``'s order; the new results of other checks follow."""
+    replacing: dict[tuple[str, str | None, str], list[Result]] = {}
+    for result in new:
+        replacing.setdefault(result.key, []).append(result)
+    merged: list[Result] = []
+    placed: set[tuple[str, str | None, str]] = set()
+    for result in kept:
+        if result.key not in replacing:
+            merged.append(result)
+        elif result.key not in placed:
+            merged.extend(replacing[result.key])
+            placed.add(result.key)
+    merged.extend(r for key, rs in replacing.items() if key not in placed for r in rs)
+    return merged
 
 
 @dataclass(frozen=True)
@@ -440,22 +511,14 @@ def load_report(path: Path) -> PlatformReport:
 
 
 def _with_journal(report: PlatformReport) -> PlatformReport:
+    """An unfinished report with its journal's results, each in place of a result of the same
+    check in the file (those a killed partial run kept from the report before it)."""
     path = report.path
     journal = journal_path(path)
     if report.complete or not journal.exists():
         return report
-    seen = {r.key for r in report.results}
-    extra = [r for r in _journal_results(journal) if r.key not in seen]
-    return PlatformReport(
-        path=report.path,
-        platform_id=report.platform_id,
-        fingerprint=report.fingerprint,
-        execution_target=report.execution_target,
-        run=report.run,
-        complete=False,
-        results=report.results + tuple(extra),
-        benchmarks=report.benchmarks,
-    )
+    results = merge_results(report.results, _journal_results(journal))
+    return replace(report, complete=False, results=tuple(results))
 
 
 def rewrite_report(

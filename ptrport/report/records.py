@@ -75,9 +75,14 @@ class Result:
     copied: tuple[dict[str, Any], ...] = ()
     """For a passed check that copies: a few real entries (``src``, ``dst`` in hex,
     ``nbytes``) its examples copied and verified, highest source address first."""
+    from_run: dict[str, str] | None = None
+    """For a result a partial run kept from the report it merged into: the ``started``,
+    ``hypothesis_profile`` and ``seed`` of the run that produced it; ``None`` for a result of
+    the run that wrote the report."""
 
     def to_record(self) -> dict[str, Any]:
         copied = {"copied": list(self.copied)} if self.copied else {}
+        from_run = {"from_run": dict(self.from_run)} if self.from_run is not None else {}
         return {
             "check": self.check,
             "scenario": self.scenario,
@@ -92,6 +97,7 @@ class Result:
             "nodeid": self.nodeid,
             "body": self.body,
             **copied,
+            **from_run,
         }
 
     @classmethod
@@ -111,6 +117,7 @@ class Result:
             nodeid=record["nodeid"],
             body=record["body"],
             copied=tuple(record.get("copied", ())),
+            from_run=record.get("from_run"),
         )
 
     @property

@@ -74,14 +74,20 @@ if __name__ == "__main__":
 
 
 def command(result: Result, report: PlatformReport) -> str:
-    """The command that reruns a user's own test on the backend it failed on, with the run's
-    Hypothesis profile and seed (so the same examples come), from the directory the run was
-    started in."""
+    """The command that reruns a user's own test on the backend it failed on, with the
+    Hypothesis profile and seed of the run that found it (so the same examples come), from the
+    directory the run was started in, into the same platform's report (a partial run merges)."""
     if result.nodeid is None:
         raise ReproError(f"{report.path}: {result.check} on {result.backend} has no node id")
-    profile = str(report.run.get("hypothesis_profile") or "")
-    seed = str(report.run.get("seed") or "")
-    words = ["pytest", result.nodeid, f"--backend={result.backend}"]
+    found_by = result.from_run or report.run
+    profile = str(found_by.get("hypothesis_profile") or "")
+    seed = str(found_by.get("seed") or "")
+    words = [
+        "pytest",
+        result.nodeid,
+        f"--backend={result.backend}",
+        f"--platform-name={report.platform_id}",
+    ]
     if seed and seed not in ("derandomized", "none"):
         words.append(f"--hypothesis-seed={seed}")
     prefix = f"HYPOTHESIS_PROFILE={shlex.quote(profile)} " if profile and profile != "none" else ""

@@ -2,6 +2,10 @@
 so an interrupted run keeps what it had), the header and summary on the terminal, the controls'
 verdicts, and the reasons a run must not end green.
 
+A partial run, one whose command line selects among the tests it collects (:func:`selected_by`),
+merges into the platform's report: its results replace those of the same checks and every other
+result is kept, from the first write on. A whole run replaces the report.
+
 Results arrive on pytest's reports (:data:`ptrport.run.names.RESULT_ATTRIBUTE`), from this
 process or from xdist workers. A worker that dies in a check is reported by xdist with a report
 of its own; the check it was in, known from that item's earlier reports, is recorded as
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,15 +24,20 @@ import pytest
 
 from ptrport.check import controls
 from ptrport.check.user_subjects import UserSubject
-from ptrport.device.fingerprint import execution_target, platform_fingerprint
+from ptrport.device.fingerprint import execution_target, platform_fingerprint, software_versions
 from ptrport.report.platform_report import (
     FINISHED,
     INTERRUPTED,
     RUNNING,
+    PlatformReport,
+    ReportError,
     ReportWriter,
     RunInfo,
     build_report,
     iso_time,
+    kept_results,
+    load_report,
+    report_path,
     scenario_speed,
 )
 from ptrport.report.records import Outcome, Result
@@ -57,16 +67,48 @@ class RunReport:
         """How many scenario items this process collected (``None`` on an xdist controller)."""
         self.isolation: Counts | None = None
         """The isolated checks' children: this process's, or its xdist workers' summed."""
+        self.selected_by = selected_by(config)
+        """What makes this a partial run, merged into the report (empty for a whole run)."""
+        self.earlier: PlatformReport | None = None
+        """The report a partial run merges into, read before it starts."""
         self._writer: ReportWriter | None = None
+        self._writer_failed = False
         self._in_flight: dict[str, dict[str, Any]] = {}
         self._recorded: set[str] = set()
 
+    @property
+    def path(self) -> Path:
+        return report_path(self.settings.report_dir, self.settings.platform_id)
+
     def check_writable(self) -> None:
+        """Refuse to start where the report cannot be written, or, for a partial run, where
+        the report it would merge into cannot be read or was made with another torch."""
         reason = _unwritable(self.settings.report_dir)
         if reason:
             raise pytest.UsageError(
                 f"--report-dir: cannot write reports in {self.settings.report_dir}: {reason}"
             )
+        if self.selected_by and self.path.exists():
+            self.earlier = self._report_to_merge_into()
+
+    def _report_to_merge_into(self) -> PlatformReport:
+        how = _listed(self.selected_by)
+        try:
+            earlier = load_report(self.path)
+        except ReportError as exc:
+            raise pytest.UsageError(
+                f"{exc}; this run selects tests ({how}) and would keep the report's other "
+                "results: move the file away, or run all the tests to replace it"
+            ) from None
+        torch_then = earlier.fingerprint.get("software", {}).get("torch")
+        torch_now = software_versions()["torch"]
+        if torch_then != torch_now:
+            raise pytest.UsageError(
+                f"{self.path}: made with torch {torch_then}, and this is torch {torch_now}; "
+                f"this run selects tests ({how}) and would keep the report's other results: "
+                "run all the tests to replace it, or use another --report-dir"
+            )
+        return earlier
 
     def expect(self, count: int) -> None:
         self.expected = count
@@ -80,9 +122,10 @@ class RunReport:
             f"{b.name} ({b.unavailable_reason})" for b in settings.backends if not b.is_available()
         ]
         controls = [name for name, s in settings.subjects.items() if s.exposed_by]
+        merging = f" (a partial run, by {_listed(self.selected_by)}: other results are kept)"
         return [
-            f"ptrport: platform {settings.platform_id}, report "
-            f"{settings.report_dir / (settings.platform_id + '.json')}",
+            f"ptrport: platform {settings.platform_id}, report {self.path}"
+            + (merging if self.selected_by else ""),
             f"ptrport: backends {', '.join(present) or 'none'}"
             + (f"; unavailable: {'; '.join(missing)}" if missing else ""),
             f"ptrport: subjects {', '.join(settings.subjects)}"
@@ -121,7 +164,7 @@ class RunReport:
             if result.nodeid in self._recorded:
                 return
             self._recorded.add(result.nodeid)
-        if self._writer is None:
+        if self._writer is None and not self._writer_failed:
             header = build_report(
                 platform_id=self.settings.platform_id,
                 fingerprint=platform_fingerprint(self.settings.backends),
@@ -129,9 +172,15 @@ class RunReport:
                 run=self._run_info(RUNNING),
                 results=(),
             )
+            kept: tuple[Result, ...] = ()
+            if self.earlier is not None:
+                kept = kept_results(self.earlier)
+                if self.earlier.benchmarks is not None:
+                    header["benchmarks"] = self.earlier.benchmarks
             try:
-                self._writer = ReportWriter(self.settings.report_dir, header)
+                self._writer = ReportWriter(self.settings.report_dir, header, kept)
             except OSError as exc:
+                self._writer_failed = True
                 self._cannot_write(exc)
         self.results.append(result)
         if self._writer is not None and not self.problems:
@@ -220,24 +269,93 @@ class RunReport:
                 names = ", ".join(f"{v.control} on {v.backend}" for v in missed)
                 terminalreporter.write_line(f"missed: {names}", red=True, bold=True)
         if self.report_path is None:
-            if self.expected == 0 and not self.results:
-                terminalreporter.write_line(
-                    "ptrport: no scenario collected; the scenarios are "
-                    "`ptrport run` or `pytest --pyargs ptrport.scenarios`"
-                )
+            why = self._why_no_report(terminalreporter)
+            if why:
+                terminalreporter.write_line(f"ptrport: {why}")
             return
         terminalreporter.section("ptrport")
         for line in backend_table(self.results):
             terminalreporter.write_line(line)
         if self.isolation is not None and self.isolation.checks:
             terminalreporter.write_line(self.isolation.summary())
-        speeds = [
-            f"{name} {s['wall_s']:.1f} s"
-            + (f" ({s['examples_per_s']:.0f} examples/s)" if s["examples"] else "")
-            for name, s in scenario_speed(self.results).items()
-        ]
-        terminalreporter.write_line("scenarios, slowest first: " + ", ".join(speeds))
-        terminalreporter.write_line(f"report: {self.report_path}")
+        scenarios = [r for r in self.results if not r.own_test]
+        own_tests = [r for r in self.results if r.own_test]
+        for what, results in (("scenarios", scenarios), ("marked tests' modules", own_tests)):
+            if results:
+                terminalreporter.write_line(f"{what}, slowest first: {_speeds(results)}")
+        terminalreporter.write_line(f"report: {self.report_path}{self._what_was_kept()}")
+
+    def _why_no_report(self, terminalreporter: Any) -> str | None:
+        """Why no report was written, where pytest's own summary does not say it."""
+        errors = sum(
+            isinstance(r, pytest.CollectReport) for r in terminalreporter.stats.get("error", ())
+        )
+        if errors and not self.results:
+            were = "error" if errors == 1 else "errors"
+            return f"{errors} {were} during collection; no check ran, no report written"
+        if self.expected == 0 and not self.results and not self.selected_by:
+            return (
+                "no scenario and no marked test collected; the scenarios are `ptrport run` or "
+                "`pytest --pyargs ptrport.scenarios`, your own tests are marked "
+                "@pytest.mark.ptrport"
+            )
+        return None
+
+    def _what_was_kept(self) -> str:
+        """For a partial run, how many results the report holds, this run's and those it
+        kept, and from which runs."""
+        if not self.selected_by or self._writer is None:
+            return ""
+        everything = self._writer.results
+        ours = len(everything) - sum(r.from_run is not None for r in everything)
+        runs = Counter(r.from_run["started"] for r in everything if r.from_run is not None)
+        total = _counted(len(everything), "result")
+        if self.earlier is None:
+            return f" ({total}, from this run: there was no report to merge into)"
+        if not runs:
+            return f" ({total}, all from this run, which reran every check the report had)"
+        kept = sum(runs.values())
+        if len(runs) == 1:
+            (started,) = runs
+            where = f"the run of {started}"
+        else:
+            where = "the runs of " + ", ".join(f"{when} ({n})" for when, n in sorted(runs.items()))
+        return f" ({total}: {ours} from this run, {kept} kept from {where})"
+
+
+def selected_by(config: pytest.Config) -> list[str]:
+    """What selects among the tests this run collects, as the command line (``addopts``
+    included) names it: node ids (``FILE::TEST``), ``-k``, ``-m``, ``--deselect``, ``--lf``,
+    ``--sw``. Paths, ``--ignore``, ``--backend`` and ``--subject`` choose what is collected,
+    and select nothing."""
+    option = config.option
+    found = []
+    if any("::" in str(arg) for arg in config.args):
+        found.append("node ids")
+    for name, shown in (("keyword", "-k"), ("markexpr", "-m"), ("deselect", "--deselect")):
+        if getattr(option, name, None):
+            found.append(shown)
+    if getattr(option, "lf", False):
+        found.append("--lf")
+    if any(getattr(option, f"stepwise{more}", False) for more in ("", "_skip", "_reset")):
+        found.append("--sw")
+    return found
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names)
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _speeds(results: list[Result]) -> str:
+    return ", ".join(
+        f"{name} {s['wall_s']:.1f} s"
+        + (f" ({s['examples_per_s']:.0f} examples/s)" if s["examples"] else "")
+        for name, s in scenario_speed(results).items()
+    )
 
 
 def _unwritable(directory: Path) -> str | None:
