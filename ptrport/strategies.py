@@ -4,8 +4,9 @@ strategy API, the same functions its scenarios use.
 - :func:`addresses`: 64-bit addresses by platform shape (``user-space``, ``level-zero-usm``,
   ``arm-tagged``, ``x86-kernel``) and by boundary (``boundary``: the int32, uint32, float64
   and int64 limits, the top of the range); :func:`high_addresses`: those ``>= 2**63``.
-- :func:`allocations`: real tensors with guard bands on a backend, placed where the strategy
-  chooses on ``cpu-placed`` (across ``2**63``, ending at ``2**64``...).
+- :func:`allocations`: allocations of real memory with guard bands on a backend, each an
+  ``Allocation`` with its tensor (``.tensor``) and address (``.address``), placed where the
+  strategy chooses on ``cpu-placed`` (across ``2**63``, ending at ``2**64``...).
 - :func:`entries`, :func:`copy_batches`: copy requests ``(src, dst, nbytes)``, real ones between
   allocations and synthetic ones at high addresses; :func:`pointer_tables`: empty pointer
   tables (``src``, ``dst``, ``sizes``: host tensor, device mirror, numpy view).

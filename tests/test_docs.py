@@ -2,13 +2,16 @@
 three ways in; every relative link of README.md and docs/ leads to a file that exists (and to a
 heading of it, where it names one); and the site builds with ``mkdocs build --strict``, its
 landing page, served over HTTP and loaded in headless Chromium, showing the heading and the
-navigation mkdocs.yml gives it. Building needs the docs extra: skipped without it, unless
-PTRPORT_REQUIRE_DOCS=1 (CI), where the run stops at its start (tests/optional.py)."""
+navigation mkdocs.yml gives it, and a page's long code lines wrapped in the content column.
+Building needs the docs extra: skipped without it, unless PTRPORT_REQUIRE_DOCS=1 (CI), where
+the run stops at its start (tests/optional.py)."""
 
 from __future__ import annotations
 
 import functools
+import html
 import http.server
+import json
 import os
 import re
 import subprocess
@@ -273,3 +276,34 @@ def test_the_landing_page_shows_its_heading_and_the_navigation_in_a_browser(
     assert landing.nav == _nav(config["nav"])
     for href in landing.links:
         assert (site / href / "index.html").is_file() or href == ".", href
+
+
+MEASURE = """
+<script>
+// Each code block's text against the box it shows in: a line that does not wrap makes the
+// text wider than the box, and its end scrolls out of sight.
+document.body.dataset.measured = JSON.stringify({
+  column: document.querySelector(".md-content").clientWidth,
+  clipped: Array.from(document.querySelectorAll(".md-typeset pre > code"))
+    .filter((code) => code.scrollWidth > code.clientWidth)
+    .map((code) => code.textContent.split("\\n").reduce((a, b) => (b.length > a.length ? b : a))),
+});
+</script>
+"""
+
+
+def test_a_long_code_line_wraps_in_the_content_column_in_a_browser(
+    served: str, site: Path, tmp_path: Path
+) -> None:
+    """The lint page's finding and its ``fix:`` line, about 170 characters each, read whole in
+    the content column that the 1400-px window leaves beside the two sidebars."""
+    page = site / "lint" / "index.html"
+    assert "fix: create the tensor it views with dtype=torch.uint64" in page.read_text()
+    measured_page = page.with_name("measured.html")
+    measured_page.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    dom = dump_dom(served + "lint/measured.html", tmp_path / "profile")
+    found = re.search(r'data-measured="([^"]*)"', dom)
+    assert found, "the measuring script did not run"
+    measured = json.loads(html.unescape(found.group(1)))
+    assert 600 <= measured["column"] <= 800, measured
+    assert measured["clipped"] == []

@@ -218,10 +218,12 @@ def allocations(
     max_offset: int = 8,
     alignment: int = 1,
 ) -> st.SearchStrategy[Allocation]:
-    """Real tensors on ``backend`` (default: the backend of the running test): a dtype from
-    ``dtypes``, ``min_numel`` to ``max_numel`` elements, starting 0 to ``max_offset`` elements
-    into their storage after a guard band, with a guard band after them too, filled with bytes
-    from a drawn seed.
+    """Allocations of real memory on ``backend`` (default: the backend of the running test), as
+    :class:`~ptrport.device.allocations.Allocation` values, not tensors: ``.tensor`` is the
+    tensor (a dtype from ``dtypes``, ``min_numel`` to ``max_numel`` elements, filled with bytes
+    from a drawn seed), ``.address`` the address of its first byte (also for an empty one, whose
+    ``data_ptr()`` is 0). Each starts 0 to ``max_offset`` elements into its storage after a
+    guard band, with a guard band after it too.
 
     On a backend that places allocations (``cpu-placed``) each is presented where a drawn
     :func:`~ptrport.check.placements.placements` puts it (a multiple of its dtype's size and

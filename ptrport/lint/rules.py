@@ -30,7 +30,8 @@ RULES: dict[str, Rule] = {
             "signed-storage",
             "a device address stored in signed 64-bit storage (torch.int64, np.int64, 'q')",
             "Addresses at or above 2**63 (Intel GPU USM, tagged ARM64 pointers) do not fit: "
-            "torch raises 'Overflow when unpacking long', numpy and struct raise OverflowError.",
+            "torch raises 'Overflow when unpacking long long', numpy and struct raise "
+            "OverflowError.",
             "store it as {unsigned}, or store its int64 bits: {bitcast}",
         ),
         Rule(
