@@ -363,8 +363,8 @@ def test_where_a_test_module_starts_a_thread_children_are_spawned_with_the_same_
         [
             "isolation: 2 child processes for 4 isolated checks (restarted after 0 crashed, "
             "0 timed out, 2 failed), spawned, not forked: 1 thread (engine-loader) started "
-            "since pytest loaded ptrport (* threads now, * then, OpenBLAS's pools aside): a "
-            "conftest, a plugin or a test module started them"
+            "since pytest loaded ptrport (* threads now, * after ptrport's imports, OpenBLAS's "
+            "pools aside): a conftest, a plugin or a test module started them"
         ]
     )
 
@@ -571,8 +571,8 @@ def test_a_thread_a_conftest_started_sends_the_run_to_spawning_and_the_test_pass
         result.stdout.fnmatch_lines(
             [
                 "isolation: 1 child process for 1 isolated check *, spawned, not forked: "
-                "1 thread (asyncio-loop) started since pytest loaded ptrport (*): a conftest, "
-                "a plugin or a test module started them"
+                "1 thread (asyncio-loop) started since pytest loaded ptrport: a conftest, a "
+                "plugin or a test module started them"
             ]
         )
 

@@ -158,10 +158,16 @@ def started_threads(since: Threads) -> str | None:
         return None
     started = max(now.native - since.native, len(named))
     names = f" ({', '.join(sorted(named))})" if named else ""
+    # The native count is taken later than the Python threads: said only where it grew.
+    native = (
+        f" ({now.native} threads now, {since.native} after ptrport's imports, OpenBLAS's pools "
+        "aside)"
+        if now.native > since.native
+        else ""
+    )
     return (
         f"{started} thread{'s' if started != 1 else ''}{names} started since pytest loaded "
-        f"ptrport ({now.native} threads now, {since.native} then, OpenBLAS's pools aside): a "
-        "conftest, a plugin or a test module started them"
+        f"ptrport{native}: a conftest, a plugin or a test module started them"
     )
 
 
