@@ -115,10 +115,19 @@ def lint_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _ptrport(bin_dir: Path, arguments: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """The installed ``ptrport ARGUMENTS``, with nothing of this session's environment that
     could lead it to another Python's packages (PYTHONPATH) or to tox."""
+    return _installed(bin_dir, ["ptrport", *arguments], cwd)
+
+
+def _python(bin_dir: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE`` in the lint-only virtualenv, as :func:`_ptrport` runs."""
+    return _installed(bin_dir, ["python", "-c", code], cwd)
+
+
+def _installed(bin_dir: Path, command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {"PATH": str(bin_dir), "LC_ALL": "C.UTF-8"}
     env |= {k: v for k, v in os.environ.items() if k == "TMPDIR"}
     return subprocess.run(
-        [str(bin_dir / "ptrport"), *arguments],
+        [str(bin_dir / command[0]), *command[1:]],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -168,15 +177,7 @@ def test_the_virtualenv_holds_ptrport_and_none_of_its_dependencies(
         f"print(json.dumps([ptrport.__file__, [importlib.util.find_spec(n) is not None "
         f"for n in {names!r}]]))"
     )
-    done = subprocess.run(
-        [str(lint_only / "python"), "-c", code],
-        cwd=tmp_path,
-        env={"PATH": str(lint_only)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _python(lint_only, code, tmp_path)
     assert done.returncode == 0, done.stderr
     where, found = json.loads(done.stdout)
     assert Path(where).is_relative_to(lint_only.parent), "ptrport is not the installed one"
@@ -220,15 +221,7 @@ def test_a_missing_module_of_ptrport_itself_still_shows_its_traceback(
         "import sys; sys.modules['ptrport.check'] = None; "
         "from ptrport.cli import main; sys.exit(main(['subjects']))"
     )
-    done = subprocess.run(
-        [str(lint_only / "python"), "-c", code],
-        cwd=tmp_path,
-        env={"PATH": str(lint_only)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _python(lint_only, code, tmp_path)
     assert done.returncode == 1
     assert done.stderr.startswith("Traceback")
     assert done.stderr.splitlines()[-1] == (

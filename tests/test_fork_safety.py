@@ -217,18 +217,7 @@ def test_closing_the_warm_process_ends_the_children_it_still_has(tmp_path: Path)
     child = warm.fork_child(tmp_path)
     assert child is not None and child.send("a.py::test_a") == 1
     warm.close()
-    deadline = time.monotonic() + 30
-    while _exists(child.process.pid):
-        assert time.monotonic() < deadline, "the child outlived its warm process"
-        time.sleep(0.05)
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    _wait_until_ended(child.process.pid, 30, "the child outlived its warm process")
 
 
 def _running(pid: int) -> bool:
@@ -238,6 +227,13 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def _wait_until_ended(pid: int, seconds: float, failure: str) -> None:
+    deadline = time.monotonic() + seconds
+    while _running(pid):
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.05)
 
 
 def _start_a_sleeper_then(then: str, pids: Path) -> Callable[[ChildPipes], None]:
@@ -264,11 +260,9 @@ def test_what_a_forked_child_started_ends_with_it_however_it_ends(
         assert child is not None and child.send("a.py::test_a") == 1
         child.wait(1, example_timeout=1)
         child.close()
-        sleeper = int(pids.read_text())
-        deadline = time.monotonic() + 10
-        while _running(sleeper):
-            assert time.monotonic() < deadline, f"the child's own process outlived it ({then})"
-            time.sleep(0.05)
+        _wait_until_ended(
+            int(pids.read_text()), 10, f"the child's own process outlived it ({then})"
+        )
     finally:
         warm.close()
         with contextlib.suppress(ValueError, OSError):
@@ -369,11 +363,7 @@ def test_ctrl_c_while_the_warm_process_prepares_ends_it_too(tmp_path: Path) -> N
             time.sleep(0.05)
         os.killpg(run.pid, signal.SIGINT)
         assert run.wait(timeout=30) != 0
-        warm = int(pid_file.read_text())
-        deadline = time.monotonic() + 5
-        while _running(warm):
-            assert time.monotonic() < deadline, "the warm process outlived the run"
-            time.sleep(0.05)
+        _wait_until_ended(int(pid_file.read_text()), 5, "the warm process outlived the run")
     finally:
         run.kill()
         with contextlib.suppress(ValueError, OSError):
