@@ -9,7 +9,7 @@ from typing import Unpack
 import pytest
 from sample_reports import ReportParts, document, expectations_file, result, unwritten_report
 
-from ptrport.report.diff import Diff, diff_reports, to_markdown
+from ptrport.report.diff import Diff, PlatformNotCompared, diff_reports, to_markdown
 from ptrport.report.expectations import NOW_PASSES, Expectations
 from ptrport.report.markup import markdown_text
 from ptrport.report.platform_report import INTERRUPTED, load_reports, write_report
@@ -188,6 +188,33 @@ class TestRegressions:
         assert [p.platform_id for p in diff.platforms] == ["lab-1"]
         assert diff.regressed is False
 
+    def test_only_the_named_platform_is_compared_and_the_others_are_left_out(self) -> None:
+        diff = diff_reports(
+            [unwritten_report("lab-1", BASELINE), unwritten_report("lab-2", BASELINE)],
+            [
+                unwritten_report("lab-1", _changed(FIRST, Outcome.FAILED)),
+                unwritten_report("lab-3", BASELINE),
+            ],
+            expectations=Expectations.none(),
+            only=["lab-1"],
+        )
+        assert [p.platform_id for p in diff.platforms] == ["lab-1"]
+        assert (diff.missing, diff.new) == ((), ())
+        assert diff.left_out == ("lab-2", "lab-3")
+        assert diff.regressions == 1
+        assert diff.platforms[0].new_failures[0].now.key == FIRST
+
+    def test_a_named_platform_with_nothing_to_compare_is_refused(self) -> None:
+        baseline = [unwritten_report("cpu", BASELINE), unwritten_report("ipex", BASELINE)]
+        current = [unwritten_report("cpu-x86-64", BASELINE)]
+        with pytest.raises(PlatformNotCompared, match=r"^platform 'cpu' has no current report"):
+            diff_reports(baseline, current, expectations=Expectations.none(), only=["cpu"])
+        with pytest.raises(
+            PlatformNotCompared,
+            match=r"^platform 'cpu-x86-64' is not in the baseline \(its platforms: cpu, ipex\)$",
+        ):
+            diff_reports(baseline, current, expectations=Expectations.none(), only=["cpu-x86-64"])
+
     def test_an_incomplete_current_report_is_flagged(self) -> None:
         assert _diff(BASELINE[:5], status=INTERRUPTED).platforms[0].incomplete is True
         assert _diff(BASELINE).platforms[0].incomplete is False
@@ -291,6 +318,22 @@ class TestMarkdown:
     def test_an_incomplete_report_is_warned_about(self) -> None:
         text = to_markdown(_diff(BASELINE, status=INTERRUPTED))
         assert "> **Warning:** the current report is incomplete" in text
+
+    def test_the_platforms_left_out_are_named_under_the_summary(self) -> None:
+        diff = diff_reports(
+            [unwritten_report("lab-1", BASELINE), unwritten_report("lab_2", BASELINE)],
+            [unwritten_report("lab-1", BASELINE)],
+            expectations=Expectations.none(),
+            only=["lab-1"],
+        )
+        lines = to_markdown(diff).splitlines()
+        assert lines[:5] == [
+            "## ptrport diff: no regressions",
+            "",
+            "platforms compared: 1.",
+            "",
+            f"Not compared (only the platforms named were): {markdown_text('lab_2')}.",
+        ]
 
     def test_missing_and_new_platforms_and_stale_expectations_have_sections(
         self, tmp_path: Path

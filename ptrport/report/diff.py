@@ -16,6 +16,11 @@ moves with the CPU), where the diff says they were not compared. Performance reg
 listed in a section of their own, apart from the correctness ones, and count as regressions:
 ``ptrport report diff`` exits 1 for them too.
 
+A diff may be asked to **compare only some platforms** (``report diff --platform cpu``): a CI
+machine that runs one platform kind diffs against a baseline of several, and the others are left
+out, neither missing nor compared. A platform so named must be on both sides, else nothing would
+be compared and the diff is refused (:class:`PlatformNotCompared`).
+
 Pure: reports in, values and text out; no pytest.
 """
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ptrport.errors import HarnessError
 from ptrport.report import op_support
 from ptrport.report.defaults import PERF_DROP
 from ptrport.report.expectations import Expectation, Expectations
@@ -40,6 +46,11 @@ DEVICE = "device"
 """The name of the device model among a report's versions (:meth:`PlatformReport.versions`)."""
 
 Key = tuple[str, str | None, str]
+
+
+class PlatformNotCompared(HarnessError):
+    """A platform the diff was told to compare is missing from the baseline or from the
+    current reports."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,8 @@ class Diff:
     """Expectations only for platforms with no current report (:meth:`Expectations.unchecked`)."""
     coverage_drop: float
     perf_drop: float = PERF_DROP
+    left_out: tuple[str, ...] = ()
+    """Platforms of either side that the diff was not told to compare; not a regression."""
 
     @property
     def regressions(self) -> int:
@@ -132,14 +145,17 @@ def diff_reports(
     expectations: Expectations,
     coverage_drop: float = 0.05,
     perf_drop: float = PERF_DROP,
+    only: Sequence[str] = (),
 ) -> Diff:
     """Compare ``current`` with ``baseline``, platform by platform (paired by platform id).
 
     ``coverage_drop`` is the fraction of executed results a platform may lose before that
     counts as a regression: 0.05 lets 100 executed results become 95, not 94. ``perf_drop`` is
     the fraction of a benchmark's ratio it may lose: 0.2 lets 1.0 become 0.8, not 0.79.
-    Platform ids must be unique within each side, as
-    :func:`ptrport.report.platform_report.load_reports` gives them.
+    ``only``, when given, names the platforms compared; the others of both sides are left out,
+    and a named one missing from either side raises :class:`PlatformNotCompared`. Platform ids
+    must be unique within each side, as :func:`ptrport.report.platform_report.load_reports`
+    gives them.
     """
     if not 0 <= coverage_drop < 1:
         raise ValueError(f"coverage_drop={coverage_drop!r} must be in [0, 1)")
@@ -147,6 +163,14 @@ def diff_reports(
         raise ValueError(f"perf_drop={perf_drop!r} must be in [0, 1)")
     before = by_platform(baseline)
     after = by_platform(current)
+    left_out: tuple[str, ...] = ()
+    if only:
+        _require_both_sides(only, before, after)
+        named = set(only)
+        left_out = tuple(p for p in dict.fromkeys([*before, *after]) if p not in named)
+        before = {p: r for p, r in before.items() if p in named}
+        after = {p: r for p, r in after.items() if p in named}
+        current = list(after.values())
     return Diff(
         platforms=tuple(
             _platform_diff(before[p], report, expectations, coverage_drop, perf_drop)
@@ -159,7 +183,23 @@ def diff_reports(
         unchecked=tuple(expectations.unchecked(current)),
         coverage_drop=coverage_drop,
         perf_drop=perf_drop,
+        left_out=left_out,
     )
+
+
+def _require_both_sides(
+    names: Sequence[str], before: dict[str, PlatformReport], after: dict[str, PlatformReport]
+) -> None:
+    for name in names:
+        if name not in before:
+            raise PlatformNotCompared(
+                f"platform {name!r} is not in the baseline (its platforms: {', '.join(before)})"
+            )
+        if name not in after:
+            raise PlatformNotCompared(
+                f"platform {name!r} has no current report (the current ones: "
+                f"{', '.join(after)}); run it with --platform-name={name}"
+            )
 
 
 def _platform_diff(
@@ -257,6 +297,9 @@ def to_markdown(diff: Diff) -> str:
     then missing and new platforms, stale expectations and those not checked. Text from
     reports and from the expectations file is escaped."""
     lines = [f"## ptrport diff: {_verdict(diff.regressions)}", "", _summary(diff), ""]
+    if diff.left_out:
+        names = ", ".join(markdown_text(p) for p in diff.left_out)
+        lines += [f"Not compared (only the platforms named were): {names}.", ""]
     for platform in diff.platforms:
         lines += _platform_section(platform, diff.coverage_drop)
     if diff.perf_regressions:
