@@ -27,8 +27,9 @@
 - ``ptrport report merge REPORT... -o OUT [--history DIR [--keep N]]``: the compatibility
   matrix (``.md``, ``.html``, ``.json`` by the extension of OUT); with ``--history``, its JSON
   also kept in DIR as its night, the newest N (default 30) staying (:mod:`ptrport.report.history`).
-- ``ptrport report diff --baseline B CURRENT... [--perf-drop F]``: regressions, performance
-  ones (a benchmark ratio fallen by more than F, default 0.2) apart; exit 0 none, 1 some.
+- ``ptrport report diff --baseline B CURRENT... [--perf-drop F] [--platform ID]``:
+  regressions, performance ones (a benchmark ratio fallen by more than F, default 0.2) apart;
+  with ``--platform``, of the platforms named alone; exit 0 none, 1 some.
 - ``ptrport report render MATRIX.json -o OUT``: a merged matrix in another format.
 - ``ptrport report repro REPORT --check ID -o FILE`` (or ``--all --out-dir DIR``): scripts that
   rerun a failure; for a test of the user's own, without ``-o``, the pytest command that does.
