@@ -92,7 +92,7 @@ class RunReport:
             self.earlier = self._report_to_merge_into()
 
     def _report_to_merge_into(self) -> PlatformReport:
-        how = _listed(self.selected_by)
+        how = ", ".join(self.selected_by)
         try:
             earlier = load_report(self.path)
         except ReportError as exc:
@@ -122,7 +122,7 @@ class RunReport:
             f"{b.name} ({b.unavailable_reason})" for b in settings.backends if not b.is_available()
         ]
         controls = [name for name, s in settings.subjects.items() if s.exposed_by]
-        merging = f" (a partial run, by {_listed(self.selected_by)}: other results are kept)"
+        merging = f" (a partial run, by {', '.join(self.selected_by)}: other results are kept)"
         return [
             f"ptrport: platform {settings.platform_id}, report {self.path}"
             + (merging if self.selected_by else ""),
@@ -307,14 +307,14 @@ class RunReport:
         if not self.selected_by or self._writer is None:
             return ""
         everything = self._writer.results
-        ours = len(everything) - sum(r.from_run is not None for r in everything)
         runs = Counter(r.from_run["started"] for r in everything if r.from_run is not None)
-        total = _counted(len(everything), "result")
+        total = f"{len(everything)} result{'' if len(everything) == 1 else 's'}"
         if self.earlier is None:
             return f" ({total}, from this run: there was no report to merge into)"
         if not runs:
             return f" ({total}, all from this run, which reran every check the report had)"
         kept = sum(runs.values())
+        ours = len(everything) - kept
         if len(runs) == 1:
             (started,) = runs
             where = f"the run of {started}"
@@ -340,14 +340,6 @@ def selected_by(config: pytest.Config) -> list[str]:
     if any(getattr(option, f"stepwise{more}", False) for more in ("", "_skip", "_reset")):
         found.append("--sw")
     return found
-
-
-def _listed(names: list[str]) -> str:
-    return ", ".join(names)
-
-
-def _counted(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _speeds(results: list[Result]) -> str:
