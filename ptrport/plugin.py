@@ -29,7 +29,9 @@ from ptrport.run.names import (
     REPORT_DIR_OPTION,
     RESULT_ATTRIBUTE,
     SCENARIOS_PACKAGE,
+    STAND_INS,
     USER_MARKER,
+    WHOLE_SUITE_INI,
 )
 
 if TYPE_CHECKING:
@@ -50,6 +52,8 @@ _ASKING_OPTIONS = (
     "ptrport_child",
     "ptrport_report_dir",
     "ptrport_platform",
+    "ptrport_all",
+    "ptrport_stand_in",
 )
 """The options whose presence makes a run a ptrport run (each defaults to ``None``)."""
 
@@ -107,6 +111,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="in an isolated check, the longest one example may run (default: 60)",
     )
     group.addoption(
+        "--ptrport-all",
+        dest="ptrport_all",
+        action="store_const",
+        const=True,
+        default=None,
+        help="run every collected test, marked or not, once per backend in that backend's "
+        "scope, and judge each by the difference between cpu and the other backends "
+        "(also: ptrport_all = true in the ini file)",
+    )
+    group.addoption(
+        "--ptrport-stand-in",
+        dest="ptrport_stand_in",
+        default=None,
+        choices=STAND_INS,
+        metavar="cuda",
+        help="on the CPU backends, let code written for this device run on the backend's "
+        "device: availability, tensors asked for on it, synchronize, streams and events, "
+        "Triton kernels interpreted",
+    )
+    parser.addini(
+        WHOLE_SUITE_INI,
+        type="bool",
+        default=False,
+        help="ptrport: run every collected test once per backend, as --ptrport-all does",
+    )
+    group.addoption(
         "--ptrport-child",
         dest="ptrport_child",
         default=None,
@@ -128,6 +158,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the platform id the report is filed under "
         "(default: $PTRPORT_PLATFORM, else derived from the backends and devices)",
     )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from ptrport.run import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -178,6 +214,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     definition = metafunc.definition
     if any(definition.get_closest_marker(m) is not None for m in (MARKER, USER_MARKER)):
         ptrport_session(metafunc.config).parametrize(metafunc)
+        return
+    started = metafunc.config.stash.get(_SESSION, None)
+    if started is not None and started.settings.whole_suite:
+        started.parametrize(metafunc)
 
 
 @pytest.fixture(scope="session")
@@ -237,6 +277,8 @@ def _asked(config: pytest.Config) -> bool:
     does not ask (a project's virtualenv under its root holds it); a scenario collected from
     there starts the session when it is collected."""
     if any(config.getoption(name) is not None for name in _ASKING_OPTIONS):
+        return True
+    if config.getini(WHOLE_SUITE_INI):
         return True
     scenarios = _scenarios_directory()
     if scenarios is None:

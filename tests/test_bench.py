@@ -104,7 +104,7 @@ class TestMeasurements:
         self, measured: list[Measurement]
     ) -> None:
         section = bench.section(measured, started="2026-12-02T00:00:00+00:00", argv=[], quick=True)
-        root = schema.load_schema("report-1")
+        root = schema.load_schema("report-2")
         assert section_errors(section) == []
         jsonschema.validate(section, {"$ref": "#/$defs/benchmarks", "$defs": root["$defs"]})
         assert [Measurement.from_record(r) for r in section["measurements"]] == measured
@@ -185,7 +185,7 @@ class TestBenchCommand:
         path = tmp_path / "lab-1.json"
         assert lines[-1] == f"ptrport: recorded {3 + 2 * len(CPU_ENGINES)} benchmarks in {path}"
         written = json.loads(path.read_text())
-        jsonschema.Draft202012Validator(schema.load_schema("report-1")).validate(written)
+        jsonschema.Draft202012Validator(schema.load_schema("report-2")).validate(written)
         report = load_report(path)
         assert report.results == () and report.complete
         section = written["benchmarks"]

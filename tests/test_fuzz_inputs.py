@@ -91,7 +91,7 @@ HAND_EDITED = json.dumps(VALID, indent=2, ensure_ascii=False).encode("utf-8")
 UNFINISHED = document("lab-1", RESULTS[:1], status=RUNNING)
 """A run killed after its first result: the report has it, the journal has the rest."""
 JOURNALED = RESULTS[1:]
-REPORT_SCHEMA = schema.load_schema("report-1")
+REPORT_SCHEMA = schema.load_schema("report-2")
 _Reference = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(

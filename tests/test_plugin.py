@@ -226,7 +226,7 @@ class TestReport:
         pytester.makepyfile(test_scenario=ADDRESS_CHECK)
         pytester.runpytest("--backend=cpu", "--platform-name=test-platform")
         report = _report(pytester)
-        assert report["schema"] == "ptrport.report/1"
+        assert report["schema"] == "ptrport.report/2"
         assert report["complete"] is True
         (failed,) = _results(report, outcome="failed")
         assert failed["check"] == "scenario::test_low_addresses_only"

@@ -230,7 +230,7 @@ class TestProbeCommand:
             f"{tmp_path / 'lab-cpu.json'}"
         )
         path = tmp_path / "lab-cpu.json"
-        assert schema.errors(json.loads(path.read_text()), schema.load_schema("report-1")) == []
+        assert schema.errors(json.loads(path.read_text()), schema.load_schema("report-2")) == []
         (loaded,) = load_reports([tmp_path])
         assert loaded.complete
         assert loaded.run["argv"][:2] == ["probe", "--backend=cpu"]

@@ -112,9 +112,12 @@ class Backend:
         getattr(torch, self.device_type).synchronize()
 
     @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
+    def running(self, spread: int | None = None) -> Iterator[None]:
         """The scope code runs in on this backend (a check, a benchmark, a repro): a plain
-        ``@triton.jit`` kernel launched on CPU tensors runs in Triton's interpreter."""
+        ``@triton.jit`` kernel launched on CPU tensors runs in Triton's interpreter. With
+        ``spread`` (a seed), a backend that places allocations places every storage whose
+        address is handed out, as :class:`~ptrport.device.presentation.DeviceMemory` spreads
+        them; the others ignore it."""
         with _current(self), _cpu_launches():
             yield
 
@@ -213,8 +216,9 @@ class CpuBackend(Backend):
         return None
 
     @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        with _current(self), presenting(self.presentation), _cpu_launches():
+    def running(self, spread: int | None = None) -> Iterator[None]:
+        spread = spread if self.places_allocations else None
+        with _current(self), presenting(self.presentation, spread), _cpu_launches():
             yield
 
     @property

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ptrport.addresses import ADDRESS_LIMIT, to_hex
+from ptrport.addresses import ADDRESS_LIMIT, HIGH_HALF, to_hex
 from ptrport.device.scoped_patch import ScopedPatch
 from ptrport.errors import HarnessError, shown
 
@@ -141,14 +142,26 @@ RECENT = 3
 """How many of the storages handed out last :meth:`DeviceMemory.presented_last` names."""
 
 
+SPREAD_KINDS = ("across 2**63", "ending at 2**64", "at the top")
+"""Where :class:`DeviceMemory` spreads the storages of a test that never places any (a
+whole-suite run's test on ``cpu-placed``), in turn from a start its seed chooses: straddling
+the int64 sign bit, with its end pointer at ``2**64`` (which wraps to 0), and at the top of the
+address space, as Intel USM device memory is (real + ``0xffff_8000_0000_0000``)."""
+
+
 class DeviceMemory:
     """The storages whose addresses were handed out in one scope: an interval map from the
     presented address space to real memory. A storage appears where the presentation puts it,
     or where :meth:`place` puts it; the ranges never overlap, and an access anywhere else is a
-    :class:`DeviceFault`."""
+    :class:`DeviceFault`. With ``spread`` (a seed), each storage whose address is handed out
+    is placed, in turn, where :data:`SPREAD_KINDS` says, as the seed chooses."""
 
-    def __init__(self, presentation: Presentation) -> None:
+    def __init__(self, presentation: Presentation, spread: int | None = None) -> None:
         self.presentation = presentation
+        self._spread = random.Random(spread) if spread is not None else None
+        self._spread_next = self._spread.randrange(len(SPREAD_KINDS)) if self._spread else 0
+        self.spread_kinds: dict[int, str] = {}
+        """Where each spread placement was put, by the address it was placed at."""
         self._by_storage: dict[int, _Range] = {}
         """By the real address of the storage's first byte, as ``data_ptr()`` finds them."""
         self._starts: list[int] = []
@@ -171,6 +184,8 @@ class DeviceMemory:
                 return known.presented
             if start in self._by_storage:
                 self._remove(known)
+        if self._spread is not None:
+            return self._spread_out(storage, start, nbytes)
         presented = self.presentation.present(start)
         clash = self._overlapping(presented, presented + nbytes)
         if clash is not None:
@@ -181,6 +196,37 @@ class DeviceMemory:
         handed = next(self._handed)
         self._add(_Range(presented, start, nbytes, storage, start, placed=False, handed=handed))
         return presented
+
+    def _spread_out(self, storage: torch.UntypedStorage, start: int, nbytes: int) -> int:
+        """Place a storage where the next of :data:`SPREAD_KINDS` says, at a start the seed
+        chooses, keeping its real address's alignment; the nearest free place if another
+        storage is there already."""
+        assert self._spread is not None
+        kind = SPREAD_KINDS[self._spread_next % len(SPREAD_KINDS)]
+        self._spread_next += 1
+        size = max(nbytes, 1)
+        low = start % ALLOCATOR_ALIGNMENT
+        if kind == "across 2**63":
+            # At least one byte on either side of the sign bit where the storage has two.
+            steps = max(1, -(-(size - 1) // ALLOCATOR_ALIGNMENT))
+            wanted = HIGH_HALF - self._spread.randint(1, steps) * ALLOCATOR_ALIGNMENT + low
+            if wanted + size <= HIGH_HALF:
+                wanted += ALLOCATOR_ALIGNMENT
+            if wanted >= HIGH_HALF:
+                wanted -= ALLOCATOR_ALIGNMENT
+        elif kind == "ending at 2**64":
+            wanted = ADDRESS_LIMIT - size
+            wanted -= (wanted - low) % ALLOCATOR_ALIGNMENT
+        else:
+            pages = self._spread.randrange(1 << 20)
+            wanted = USM.offset + pages * 4096 + low
+        at = self.free_near(wanted, size, step=ALLOCATOR_ALIGNMENT)
+        if at is None:
+            raise PlacementError(f"no room {kind} for a storage of {nbytes} bytes")
+        handed = next(self._handed)
+        self._add(_Range(at, start, nbytes, storage, start, placed=True, asked=at, handed=handed))
+        self.spread_kinds[at] = kind
+        return at
 
     def presented_last(self) -> list[int]:
         """Where the last :data:`RECENT` storages whose addresses were handed out are
@@ -383,21 +429,39 @@ def active() -> DeviceMemory | None:
 
 
 def _tensor_data_ptr(tensor: torch.Tensor) -> int:
-    real = _TENSOR_DATA_PTR(tensor)
-    memory = active()
-    if memory is None or real == 0 or not tensor.is_cpu:
-        return real
-    storage = tensor.untyped_storage()
-    start = _STORAGE_DATA_PTR(storage)
-    return memory.hand_out(storage, start) + (real - start)
+    __tracebackhide__ = True
+    # Without torch functions: under a TorchFunctionMode (``with torch.device(...)``,
+    # ``torch.set_default_device``, a user's own, the stand-in) the C method hands the call to
+    # the mode, which calls ``Tensor.data_ptr`` (this function) again, and the address would
+    # be presented twice.
+    with torch._C.DisableTorchFunction():
+        real = _TENSOR_DATA_PTR(tensor)
+        memory = active()
+        if memory is None or real == 0 or not tensor.is_cpu:
+            return real
+        storage = tensor.untyped_storage()
+        start = _STORAGE_DATA_PTR(storage)
+        return _handed(memory.hand_out(storage, start) + (real - start))
 
 
 def _storage_data_ptr(storage: torch.UntypedStorage) -> int:
-    real = _STORAGE_DATA_PTR(storage)
-    memory = active()
-    if memory is None or real == 0 or storage.device.type != "cpu":
-        return real
-    return memory.hand_out(storage, real)
+    __tracebackhide__ = True
+    with torch._C.DisableTorchFunction():
+        real = _STORAGE_DATA_PTR(storage)
+        memory = active()
+        if memory is None or real == 0 or storage.device.type != "cpu":
+            return real
+        return _handed(memory.hand_out(storage, real))
+
+
+def _handed(presented: int) -> int:
+    """``presented``, which code is about to see as an address: a 64-bit one, or a harness
+    error rather than a value no device could hand out."""
+    if not 0 <= presented < ADDRESS_LIMIT:
+        raise HarnessError(
+            f"ptrport presented {presented:#x}, which is no 64-bit address: a bug of ptrport's"
+        )
+    return presented
 
 
 _DATA_PTR = ScopedPatch(
@@ -407,10 +471,11 @@ _DATA_PTR = ScopedPatch(
 
 
 @contextmanager
-def presenting(presentation: Presentation) -> Iterator[DeviceMemory]:
-    """Within, CPU tensors' ``data_ptr()`` is presented with ``presentation`` and every storage
-    handed out is device memory; on leaving (exceptions included) both are undone."""
-    memory = DeviceMemory(presentation)
+def presenting(presentation: Presentation, spread: int | None = None) -> Iterator[DeviceMemory]:
+    """Within, CPU tensors' ``data_ptr()`` is presented with ``presentation`` (or, with
+    ``spread``, placed as :class:`DeviceMemory` spreads them) and every storage handed out is
+    device memory; on leaving (exceptions included) both are undone."""
+    memory = DeviceMemory(presentation, spread)
     with _DATA_PTR.applied():
         _scopes.append(memory)
         try:

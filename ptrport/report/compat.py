@@ -5,6 +5,9 @@
   exists for (do uint64 pointer tables work here, which encodings break, which uint64
   operations raise: each row counted by its encoding, :func:`encodings`), for a team's own
   tests marked ``@pytest.mark.ptrport``, how many fail and on which backends;
+- the verdict by difference, where a platform's run made one: its address-sensitive tests,
+  each with the backends it fails on, its first error line and where it failed
+  (:func:`verdicts`);
 - every failure, grouped by platform, with its minimal counterexample, its message's first line
   and the command that reproduces it; failures of one cause (one check, one message but for
   its addresses) on several backends of a platform make one group;
@@ -27,6 +30,7 @@ from ptrport.report import op_support, repro
 from ptrport.report.matrix import BackendColumn, Cell, CellState, Matrix, Row, cell_verdict
 from ptrport.report.platform_report import PlatformReport
 from ptrport.report.records import OWN_TEST, Result, compact_example
+from ptrport.report.verdicts import Verdicts
 
 UINT64 = "uint64"
 """The encoding whose pointer tables are ``torch.uint64``: the fix the question is about."""
@@ -324,6 +328,13 @@ def headlines(matrix: Matrix) -> list[Headline]:
             )
         )
     return found
+
+
+def verdicts(matrix: Matrix) -> list[tuple[str, Verdicts]]:
+    """The verdict by difference of each platform whose report holds one
+    (:mod:`ptrport.report.verdicts`), by platform id, in the matrix's order of platforms."""
+    held = {r.platform_id: r.verdicts for r in matrix.reports if r.verdicts is not None}
+    return [(p.platform_id, held[p.platform_id]) for p in matrix.platforms if p.platform_id in held]
 
 
 def _own_test_results(matrix: Matrix) -> dict[tuple[str, str, str], tuple[Result, PlatformReport]]:

@@ -1,4 +1,5 @@
-"""Platform reports: one run's results and its platform, as versioned JSON (``ptrport.report/1``).
+"""Platform reports: one run's results and its platform, as versioned JSON (``ptrport.report/2``;
+``ptrport.report/1``, the same without ``verdicts`` and a result's ``where``, is still read).
 
 Written incrementally: when the first result arrives, ``<id>.json`` is written marked
 incomplete, and each result is appended to the journal ``<id>.results.jsonl`` beside it; at the
@@ -9,8 +10,10 @@ it found (:func:`kept_results`), so that they are in it from the first write on;
 results replace those of the same checks (:func:`merge_results`).
 :func:`rewrite_report` changes a report in place (``ptrport probe`` swaps one scenario's results,
 ``ptrport bench`` its benchmarks section).
-Every read is validated against ``ptrport/report/schemas/report-1.schema.json``; a file that
+Every read is validated against the schema of its version
+(``ptrport/report/schemas/report-2.schema.json``, ``report-1`` for a ``/1`` report); a file that
 does not fit is refused with :class:`ReportError`, one line naming the file and the problem.
+A ``/1`` report read is written back as ``/2`` (:func:`rewrite_report`).
 
 Pure: records in, files out; no pytest, torch or numpy (reports are read where none is
 installed). The layout is documented in ``docs/reference/report-schema.md``.
@@ -35,9 +38,12 @@ from typing import IO, Any
 from ptrport.errors import HarnessError
 from ptrport.report import schema
 from ptrport.report.records import Outcome, Result
+from ptrport.report.verdicts import Verdicts
 
-SCHEMA = "ptrport.report/1"
-SCHEMA_FILE = "report-1"
+SCHEMA = "ptrport.report/2"
+SCHEMA_FILE = "report-2"
+READ_SCHEMAS = {"ptrport.report/1": "report-1", SCHEMA: SCHEMA_FILE}
+"""The versions this ptrport reads, each with its schema file; it writes :data:`SCHEMA`."""
 JOURNAL_SUFFIX = ".results.jsonl"
 
 RUNNING = "running"
@@ -210,10 +216,13 @@ class ReportWriter:
             self._journal.write(json.dumps(result.to_record()) + "\n")
             self._journal.flush()
 
-    def finish(self, run: RunInfo) -> Path:
+    def finish(self, run: RunInfo, verdicts: Verdicts | None = None) -> Path:
         """Replace the report with the complete one (or, for an interrupted run, with what it
-        has, marked incomplete) and remove the journal."""
+        has, marked incomplete), with the run's ``verdicts`` where it has them, and remove the
+        journal."""
         report = self._document(run.to_record(), complete=run.status == FINISHED)
+        if verdicts is not None:
+            report["verdicts"] = verdicts.to_record()
         write_json_atomically(self.path, report)
         if self._journal is not None:
             self._journal.close()
@@ -276,6 +285,9 @@ class PlatformReport:
     results: tuple[Result, ...]
     benchmarks: dict[str, Any] | None = None
     """The ``benchmarks`` section (``ptrport bench``) as written, if the report has one."""
+    verdicts: Verdicts | None = None
+    """The verdict by difference on the user's tests, where the run made one
+    (:mod:`ptrport.report.verdicts`)."""
 
     @property
     def totals(self) -> dict[str, int]:
@@ -307,6 +319,7 @@ class PlatformReport:
             "run": self.run,
             "totals": self.totals,
             "results": [r.to_record() for r in self.results],
+            **({} if self.verdicts is None else {"verdicts": self.verdicts.to_record()}),
             **({} if self.benchmarks is None else {"benchmarks": self.benchmarks}),
         }
 
@@ -437,12 +450,13 @@ def report_from_document(document: Any, path: Path) -> PlatformReport:
     """Validate a parsed report document and read it; ``path`` names it in errors."""
     if not isinstance(document, dict) or "schema" not in document:
         raise ReportError(f"{path}: not a ptrport report (no 'schema' field)")
-    if document["schema"] != SCHEMA:
+    version = document["schema"]
+    if not isinstance(version, str) or version not in READ_SCHEMAS:
         raise ReportError(
-            f"{path}: schema {schema.short(document['schema'])} is not supported; "
-            f"this ptrport reads {SCHEMA}"
+            f"{path}: schema {schema.short(version)} is not supported; "
+            f"this ptrport reads {' and '.join(sorted(READ_SCHEMAS, reverse=True))}"
         )
-    problems = schema.errors(document, schema.load_schema(SCHEMA_FILE))
+    problems = schema.errors(document, schema.load_schema(READ_SCHEMAS[version]))
     if problems:
         more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
         raise ReportError(f"{path}: {problems[0]}{more}")
@@ -455,6 +469,7 @@ def report_from_document(document: Any, path: Path) -> PlatformReport:
         complete=document["complete"],
         results=tuple(Result.from_record(r) for r in document["results"]),
         benchmarks=document.get("benchmarks"),
+        verdicts=Verdicts.from_record(document["verdicts"]) if "verdicts" in document else None,
     )
 
 

@@ -79,10 +79,15 @@ class Result:
     """For a result a partial run kept from the report it merged into: the ``started``,
     ``hypothesis_profile`` and ``seed`` of the run that produced it; ``None`` for a result of
     the run that wrote the report."""
+    where: str | None = None
+    """For a user's test that failed with an exception: the deepest frame of its traceback in
+    the user's or the engine's code, ``file:line`` (relative to the rootdir, or to the
+    site-packages it is installed in)."""
 
     def to_record(self) -> dict[str, Any]:
         copied = {"copied": list(self.copied)} if self.copied else {}
         from_run = {"from_run": dict(self.from_run)} if self.from_run is not None else {}
+        where = {"where": self.where} if self.where is not None else {}
         return {
             "check": self.check,
             "scenario": self.scenario,
@@ -98,6 +103,7 @@ class Result:
             "body": self.body,
             **copied,
             **from_run,
+            **where,
         }
 
     @classmethod
@@ -118,6 +124,7 @@ class Result:
             body=record["body"],
             copied=tuple(record.get("copied", ())),
             from_run=record.get("from_run"),
+            where=record.get("where"),
         )
 
     @property

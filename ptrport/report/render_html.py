@@ -232,6 +232,32 @@ def _failure(group: compat.FailureGroup) -> str:
     return _tag("div", "".join(parts), "failure")
 
 
+def _address_sensitive(matrix: Matrix) -> str:
+    """Where a platform's run judged the user's tests by difference: each address-sensitive
+    test with its backends, its first error line and where it failed; the counts."""
+    judged = compat.verdicts(matrix)
+    if not judged:
+        return ""
+    parts = [_tag("h2", "Address-sensitive tests")]
+    for platform_id, verdicts in judged:
+        against = f"{verdicts.reference} against {', '.join(verdicts.judged)}"
+        parts.append(_tag("h3", html_text(platform_id)))
+        parts.append(_tag("p", html_text(f"{against}: {verdicts.counts_line()}")))
+        for finding in verdicts.findings:
+            on = (
+                _tag("code", html_text(finding.check))
+                + " on "
+                + html_text(", ".join(finding.backends))
+            )
+            lines = [_tag("p", _tag("span", "address-sensitive", "failed") + " " + on)]
+            if finding.message:
+                lines.append(_tag("p", html_text(finding.message), "message"))
+            if finding.where:
+                lines.append(_tag("p", "at " + _tag("code", html_text(finding.where)), "message"))
+            parts.append(_tag("div", "".join(lines), "failure"))
+    return _tag("section", "".join(parts), id="address-sensitive")
+
+
 def _failures(matrix: Matrix) -> str:
     found = compat.failures(matrix)
     groups = compat.grouped(found)
@@ -279,7 +305,8 @@ def _grid(matrix: Matrix) -> str:
 
 def to_html(matrix: Matrix, trends: str = "") -> str:
     """The matrix as one HTML page that needs nothing else, in the order its readers ask: a
-    line per platform with its verdicts, every failure with its counterexample and the command
+    line per platform with its verdicts, the address-sensitive tests where a platform's run
+    judged its tests by difference, every failure with its counterexample and the command
     that reproduces it (those of one cause on several backends as one group), subject x
     platform counts, the nights as a trend (``trends``, HTML of
     :mod:`ptrport.report.trend_chart`, if given), then every check: totals per platform and
@@ -294,6 +321,7 @@ def to_html(matrix: Matrix, trends: str = "") -> str:
     body = [
         _tag("h1", html_text(TITLE)),
         _headline(matrix),
+        _address_sensitive(matrix),
         _failures(matrix),
         _grid(matrix),
         trends,

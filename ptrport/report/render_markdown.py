@@ -263,6 +263,34 @@ def _headline(matrix: Matrix) -> list[str]:
     return lines
 
 
+def _address_sensitive(matrix: Matrix) -> list[str]:
+    """Where a platform's run judged the user's tests by difference: a line per
+    address-sensitive test with its backends, its first error line and where it failed; the
+    counts."""
+    judged = compat.verdicts(matrix)
+    if not judged:
+        return []
+    lines = ["## Address-sensitive tests", ""]
+    for platform_id, verdicts in judged:
+        against = f"{verdicts.reference} against {', '.join(verdicts.judged)}"
+        lines += [
+            f"**{markdown_text(platform_id)}** ({markdown_text(against)}): "
+            + markdown_text(verdicts.counts_line()),
+            "",
+        ]
+        for finding in verdicts.findings:
+            backends = markdown_text(", ".join(finding.backends))
+            line = f"- **{markdown_text(finding.check)}** on {backends}"
+            if finding.message:
+                line += f": {markdown_text(finding.message)}"
+            if finding.where:
+                line += f" (at {markdown_text(finding.where)})"
+            lines.append(line)
+        if verdicts.findings:
+            lines.append("")
+    return lines
+
+
 def _failures(
     groups: list[compat.FailureGroup], cuts: set[_Cut], budget: int
 ) -> tuple[list[list[str]], int]:
@@ -314,7 +342,8 @@ def to_markdown(
     trend: Sequence[str] = (),
 ) -> str:
     """The matrix as GitHub-flavoured Markdown, sized for a job summary, in the order its
-    readers ask: a line per platform with its verdicts, totals per platform and backend with
+    readers ask: a line per platform with its verdicts, the address-sensitive tests where a
+    platform's run judged its tests by difference, totals per platform and backend with
     their versions, each failing, known, expected or unexpected result with its message and
     minimal counterexample (those of one cause on several backends of a platform as one
     group, :func:`ptrport.report.compat.grouped`), a table per scenario, then ``trend`` (the
@@ -332,7 +361,8 @@ def to_markdown(
         for failure in group.failures
     }
     tables = {s: _table_rows(matrix, s, numbers) for s in matrix.scenarios}
-    head = [f"# {TITLE}", "", *_headline(matrix), "", *_totals(matrix), ""]
+    head = [f"# {TITLE}", "", *_headline(matrix), "", *_address_sensitive(matrix)]
+    head += [*_totals(matrix), ""]
     if not matrix.rows:
         head += ["No results.", ""]
     trend_lines = [*trend, ""] if trend else []

@@ -8,6 +8,7 @@ the ``backend`` and ``subject`` arguments of anyone else's test are theirs.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ class CheckInfo:
     unavailable: str | None
     own: bool = False
     """A user's own test marked ``@pytest.mark.ptrport``, not one of our scenarios."""
+    unmarked: bool = False
+    """A user's test that a whole-suite run parametrized, not marked: on a backend that places
+    allocations, the run places them (it places none itself)."""
 
     def identity(self) -> dict[str, Any]:
         """Which check this is, as a result names it (and as its reports carry it)."""
@@ -104,12 +108,18 @@ class ScenarioItems:
         self.settings = settings
         self._collected = collected
         """Told how many scenario items this process collected (the report role's count)."""
+        self._unmarked: set[str] = set()
+        """The tests a whole-suite run parametrized, by their definitions' node ids."""
 
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
         """Parametrize a scenario over the backends, and over the subjects if it takes one. A
         backend that places allocations runs only the scenarios marked ``real_memory``: for
         the others (no real allocation drawn) it would be ``cpu`` again."""
         own = metafunc.definition.get_closest_marker(USER_MARKER)
+        scenario = metafunc.definition.get_closest_marker(MARKER)
+        if own is None and scenario is None and self.settings.whole_suite:
+            own = pytest.mark.ptrport.mark  # a whole-suite run marks every test of the suite
+            self._unmarked.add(metafunc.definition.nodeid)
         if own is not None:
             self._parametrize_own(metafunc, own)
             return
@@ -155,6 +165,14 @@ class ScenarioItems:
             if info is None:
                 kept.append(item)
                 continue
+            if info.own and item.nodeid.split("[", 1)[0] in self._unmarked:
+                info = dataclasses.replace(info, unmarked=True)
+            if info.own and item.get_closest_marker(USER_MARKER) is None:
+                # Parametrized over the backends without the marker on the item: a whole-suite
+                # run, or a marker added to the test's definition while it was parametrized
+                # (pytest copies no marker from the definition to its items). Whatever reads
+                # the item's markers (``-m ptrport``, a plugin, a conftest) sees what ran.
+                item.add_marker(USER_MARKER)
             if self.settings.controls_only and not info.demonstrates:
                 deselected.append(item)
                 continue
@@ -222,7 +240,7 @@ def _make_check_info(item: pytest.Item) -> CheckInfo | None:
 def _own_check_info(item: pytest.Item, backend: Backend, ids: str) -> CheckInfo | None:
     """A user's marked test: the check is its node id without the backend (so that it lines up
     across platforms), grouped by its file, with the user's own code as its subject."""
-    if item.get_closest_marker(USER_MARKER) is None:
+    if not isinstance(backend, Backend):
         return None
     others = re.sub(f"(^|-){re.escape(backend.name)}(-|$)", "-", ids, count=1).strip("-")
     function = item.nodeid.split("[", 1)[0]

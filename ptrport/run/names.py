@@ -30,3 +30,7 @@ ROLE_ISOLATION = "ptrport-isolation"
 ROLE_CHILD = "ptrport-child"
 """The names each role of a run is registered under with pytest's plugin manager (a forked
 child unregisters the parent's and keeps the others)."""
+WHOLE_SUITE_INI = "ptrport_all"
+"""The ini key that asks for a whole-suite run, as ``--ptrport-all`` does."""
+STAND_INS = ("cuda",)
+"""The devices ``--ptrport-stand-in`` can stand in for on the CPU backends."""

@@ -4,14 +4,20 @@ call and teardown reports classified into one :class:`~ptrport.report.records.Re
 The result rides on the item's teardown report (:data:`ptrport.run.names.RESULT_ATTRIBUTE`), and
 the check it is for on every report of the item (:data:`ptrport.run.names.CHECK_ATTRIBUTE`), so
 that whoever keeps the report (this process, an isolation parent, an xdist controller) receives
-both with pytest's reports.
+both with pytest's reports. A user's test that fails with an exception is given where it failed
+(:func:`where_failed`): the deepest frame in the user's or the engine's code.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
+import os
+import sysconfig
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -37,6 +43,7 @@ class _Pending:
     message: str | None = None
     example: dict[str, Any] | None = None
     duration_s: float = 0.0
+    where: str | None = None
 
 
 class CheckOutcomes:
@@ -62,7 +69,10 @@ class CheckOutcomes:
             # A user's fixtures make tensors and take their addresses too: the whole test,
             # setup to teardown, runs in its backend's scope.
             scope = self._scopes[item.nodeid] = contextlib.ExitStack()
-            scope.enter_context(info.backend.running())
+            # A whole-suite run's test places nothing itself: on cpu-placed, the run spreads
+            # its storages, as its seed says (so the same run seed places them again).
+            spread = examples.check_seed(self.settings.run_seed, info.check)
+            scope.enter_context(info.backend.running(spread if info.unmarked else None))
         return (yield)
 
     @pytest.hookimpl(wrapper=True)
@@ -136,6 +146,8 @@ class CheckOutcomes:
         first = outcome is not None and pending.outcome is None
         if first or (outcome == Outcome.ERROR and pending.outcome == Outcome.PASSED):
             pending.outcome, pending.message = outcome, message
+            if info.own and outcome in (Outcome.FAILED, Outcome.ERROR) and call.excinfo:
+                pending.where = where_failed(call.excinfo, self.config.rootpath)
             if outcome in (Outcome.FAILED, Outcome.XFAILED) and self._examples.last is not None:
                 pending.example = describe_example(self._examples.last)
         if report.when != "teardown":
@@ -153,8 +165,72 @@ class CheckOutcomes:
             copied=self._examples.copied_records()
             if pending.outcome in (None, Outcome.PASSED)
             else (),
+            where=pending.where,
         )
         setattr(report, RESULT_ATTRIBUTE, result.to_record())
+
+
+BENEATH = ("ptrport", "torch", "triton", "numpy", "hypothesis", "_pytest", "pytest", "pluggy")
+"""The packages whose frames :func:`where_failed` passes over: ptrport's own, and the libraries
+beneath the user's and the engine's code (the standard library's too)."""
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+def where_failed(excinfo: pytest.ExceptionInfo[BaseException], rootdir: Path) -> str | None:
+    """The deepest frame of a failure's traceback in the user's or the engine's code, as
+    ``file:line`` (the line from 1): the file relative to the site-packages it is installed in
+    (``vllm/v1/worker/mamba_utils.py:123``), else to ``rootdir``, else as it is; ``None`` where
+    every frame is of a package of :data:`BENEATH` or of the standard library."""
+    for entry in reversed(excinfo.traceback):
+        if isinstance(entry.path, Path):
+            shown = _shown_path(entry.path, rootdir)
+            if shown is not None:
+                return f"{shown}:{entry.lineno + 1}"
+    return None
+
+
+def _shown_path(path: Path, rootdir: Path) -> str | None:
+    real = os.path.realpath(path)
+    if any(_under(real, root) for root in _beneath()):
+        return None
+    parts = Path(real).parts
+    installed = [i for i, part in enumerate(parts) if part in _INSTALLED]
+    if installed:
+        package = parts[installed[-1] + 1 :]
+        if not package or package[0].removesuffix(".py") in BENEATH:
+            return None
+        return "/".join(package)
+    if any(_under(real, directory) for directory in _standard_library()):
+        return None
+    root = os.path.realpath(rootdir)
+    if _under(real, root):
+        return Path(real).relative_to(root).as_posix()
+    return real
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+@functools.cache
+def _beneath() -> tuple[str, ...]:
+    """Where the packages of :data:`BENEATH` are, installed or in a checkout of their own."""
+    found = []
+    for name in BENEATH:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None:
+            found += [os.path.realpath(p) for p in spec.submodule_search_locations or ()]
+            if spec.origin and not spec.submodule_search_locations:
+                found.append(os.path.realpath(spec.origin))
+    return tuple(found)
+
+
+@functools.cache
+def _standard_library() -> tuple[str, ...]:
+    return tuple({os.path.realpath(sysconfig.get_path(name)) for name in ("stdlib", "platstdlib")})
 
 
 PLACED_NAMED = 4
@@ -175,7 +251,9 @@ def _addresses_here(message: str) -> str:
     placed = memory.placements()
     if placed:
         more = f" and {len(placed) - PLACED_NAMED} more" if len(placed) > PLACED_NAMED else ""
-        named.append(f"placed at {', '.join(to_hex(a) for a in placed[:PLACED_NAMED])}{more}")
+        kinds = memory.spread_kinds
+        shown = [f"{to_hex(a)}{f' ({kinds[a]})' if a in kinds else ''}" for a in placed]
+        named.append(f"placed at {', '.join(shown[:PLACED_NAMED])}{more}")
     if memory.presentation.upper_half:
         last = [to_hex(a) for a in memory.presented_last() if to_hex(a) not in message]
         if last:

@@ -1,6 +1,13 @@
 """The report role: the platform report of a run, written as results arrive (a journal beside it,
 so an interrupted run keeps what it had), the header and summary on the terminal, the controls'
-verdicts, and the reasons a run must not end green.
+verdicts, the verdict by difference on the user's tests, and the reasons a run must not end
+green.
+
+Where a run has ``cpu`` and an upper-half or placed backend, each user test is judged by its
+outcomes across them (:mod:`ptrport.report.verdicts`): the address-sensitive ones lead the
+summary, the counts follow, and the report holds them all. A whole-suite run
+(``--ptrport-all``) ends by that verdict: 1 where a test is address-sensitive, 0 where the only
+failures are of tests that fail on ``cpu`` too (they cannot run here).
 
 A partial run, one whose command line selects among the tests it collects (:func:`selected_by`),
 merges into the platform's report: its results replace those of the same checks and every other
@@ -42,6 +49,7 @@ from ptrport.report.platform_report import (
 )
 from ptrport.report.records import Outcome, Result
 from ptrport.report.summary import backend_table
+from ptrport.report.verdicts import REFERENCE, Verdict, Verdicts, judge
 from ptrport.run import profiles
 from ptrport.run.isolation import WORKER_OUTPUT_KEY, Counts
 from ptrport.run.names import CHECK_ATTRIBUTE, RESULT_ATTRIBUTE
@@ -50,6 +58,9 @@ if TYPE_CHECKING:
     from ptrport.run.settings import RunSettings
 
 PHASES = ("setup", "call", "teardown")
+REFERENCE_ADDED = (
+    f"ptrport: {REFERENCE} added as the reference the other backends are judged against"
+)
 
 
 class RunReport:
@@ -71,6 +82,13 @@ class RunReport:
         """What makes this a partial run, merged into the report (empty for a whole run)."""
         self.earlier: PlatformReport | None = None
         """The report a partial run merges into, read before it starts."""
+        self.judgement: Verdicts | None = None
+        """The verdict by difference on the user's tests of the report, once the run ends
+        (``None`` where the run has no ``cpu``, no upper-half or placed backend, or no user
+        test)."""
+        self.unjudged: set[str] = set()
+        """Node ids of the tests that failed outside ptrport (no check of ours): pytest's
+        verdict on them stands in a whole-suite run."""
         self._writer: ReportWriter | None = None
         self._writer_failed = False
         self._in_flight: dict[str, dict[str, Any]] = {}
@@ -128,6 +146,7 @@ class RunReport:
             + (merging if self.selected_by else ""),
             f"ptrport: backends {', '.join(present) or 'none'}"
             + (f"; unavailable: {'; '.join(missing)}" if missing else ""),
+            *([REFERENCE_ADDED] if settings.reference_added else []),
             f"ptrport: subjects {', '.join(settings.subjects)}"
             + (f" (controls: {', '.join(controls)})" if controls else ""),
             *(
@@ -150,6 +169,8 @@ class RunReport:
             self._in_flight[report.nodeid] = check
         elif report.when not in PHASES and report.nodeid in self._in_flight:
             self._worker_crashed(report)
+        elif report.failed:
+            self.unjudged.add(report.nodeid)
 
     def _worker_crashed(self, report: pytest.TestReport) -> None:
         check = self._in_flight.pop(report.nodeid)
@@ -246,16 +267,38 @@ class RunReport:
                 if self.results
                 else "no check ran"
             )
+        self.judgement = judge(
+            self._writer.results if self._writer is not None else self.results,
+            {b.name: bool(b.high_addresses) for b in settings.backends if b.is_available()},
+        )
         if self._writer is not None and not any("cannot write" in p for p in self.problems):
             interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
             try:
                 self.report_path = self._writer.finish(
-                    self._run_info(INTERRUPTED if interrupted else FINISHED)
+                    self._run_info(INTERRUPTED if interrupted else FINISHED), self.judgement
                 )
             except OSError as exc:
                 self._cannot_write(exc)
-        if self.problems and exitstatus in quiet:
+        judged = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+        if settings.whole_suite and self.judgement is not None and exitstatus in judged:
+            session.exitstatus = self._whole_suite_status()
+        if self.problems and session.exitstatus in quiet:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _whole_suite_status(self) -> pytest.ExitCode:
+        """A whole-suite run's status, by the verdict: failed where a test this run ran is
+        address-sensitive, or where something failed that the verdict does not judge (a
+        scenario's check, a test that ran outside ptrport); else passed, however many tests
+        fail on ``cpu`` too."""
+        assert self.judgement is not None
+        ran = {r.check for r in self.results}
+        red = (
+            any(v.check in ran for v in self.judgement.findings)
+            or any(r.outcome.bad for r in self.results if not r.own_test)
+            or bool(self.unjudged)
+            or any(v.missed for v in self.verdicts)
+        )
+        return pytest.ExitCode.TESTS_FAILED if red else pytest.ExitCode.OK
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for problem in self.problems:
@@ -269,21 +312,42 @@ class RunReport:
                 names = ", ".join(f"{v.control} on {v.backend}" for v in missed)
                 terminalreporter.write_line(f"missed: {names}", red=True, bold=True)
         if self.report_path is None:
+            if self.judgement is not None:
+                terminalreporter.section("ptrport")
+                self._write_verdicts(terminalreporter)
             why = self._why_no_report(terminalreporter)
             if why:
                 terminalreporter.write_line(f"ptrport: {why}")
             return
         terminalreporter.section("ptrport")
+        self._write_verdicts(terminalreporter)
         for line in backend_table(self.results):
             terminalreporter.write_line(line)
         if self.isolation is not None and self.isolation.checks:
             terminalreporter.write_line(self.isolation.summary())
         scenarios = [r for r in self.results if not r.own_test]
         own_tests = [r for r in self.results if r.own_test]
-        for what, results in (("scenarios", scenarios), ("marked tests' modules", own_tests)):
+        tests = "tests' modules" if self.settings.whole_suite else "marked tests' modules"
+        for what, results in (("scenarios", scenarios), (tests, own_tests)):
             if results:
                 terminalreporter.write_line(f"{what}, slowest first: {_speeds(results)}")
         terminalreporter.write_line(f"report: {self.report_path}{self._what_was_kept()}")
+
+    def _write_verdicts(self, terminalreporter: Any) -> None:
+        """The verdict by difference: each address-sensitive test on a line, then the counts;
+        in a whole-suite run, what its exit status stands on."""
+        judgement = self.judgement
+        if judgement is None:
+            return
+        for finding in judgement.findings:
+            terminalreporter.write_line(finding.finding_line(), red=True, bold=True)
+        judged = ", ".join(judgement.judged)
+        terminalreporter.write_line(
+            f"verdict by difference ({judgement.reference} against {judged}): "
+            + judgement.counts_line()
+        )
+        if self.settings.whole_suite:
+            terminalreporter.write_line(_whole_suite_line(judgement, self.unjudged))
 
     def _why_no_report(self, terminalreporter: Any) -> str | None:
         """Why no report was written, where pytest's own summary does not say it."""
@@ -340,6 +404,25 @@ def selected_by(config: pytest.Config) -> list[str]:
     if any(getattr(option, f"stepwise{more}", False) for more in ("", "_skip", "_reset")):
         found.append("--sw")
     return found
+
+
+def _whole_suite_line(judgement: Verdicts, unjudged: set[str]) -> str:
+    """What a whole-suite run's exit status says: address-sensitive tests, or none, and how
+    many tests cannot run here."""
+    counts = judgement.counts
+    sensitive = len(judgement.findings)
+    cannot = counts[Verdict.FAILS_EVERYWHERE]
+    found = (
+        f"{sensitive} {'test is' if sensitive == 1 else 'tests are'} address-sensitive"
+        if sensitive
+        else "no test is address-sensitive"
+    )
+    tests = "test" if cannot == 1 else "tests"
+    here = f"{cannot} {tests} cannot run here (failing on {judgement.reference} too)"
+    outside = (
+        f"; {len(unjudged)} failed outside the verdict (not run per backend)" if unjudged else ""
+    )
+    return f"whole suite: {found}; {here}{outside}"
 
 
 def _speeds(results: list[Result]) -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from ptrport.device.stand_in import STAND_INS
 from ptrport.run.child_side import ChildSide
 from ptrport.run.collection import ScenarioItems
 from ptrport.run.isolation import IsolatedChecks
@@ -64,6 +65,8 @@ class Session:
         settings = RunSettings.from_config(config, report_dir_default)
         manager = config.pluginmanager
         role = Role.of(config)
+        if settings.stand_in is not None and role.collects:
+            _install_stand_in(config, settings)
         report: RunReport | None = None
         if role.keeps_report:
             report = RunReport(config, settings)
@@ -92,6 +95,25 @@ class Session:
         not)."""
         if self.scenario_items is not None:
             self.scenario_items.parametrize(metafunc)
+
+
+def _install_stand_in(config: pytest.Config, settings: RunSettings) -> None:
+    """Stand in for ``--ptrport-stand-in``'s device from now (before any test module is
+    imported) to the run's end, with the helpers conftests and plugins stand in for."""
+    not_cpu = [b.name for b in settings.backends if b.device_type != "cpu"]
+    if not_cpu:
+        raise pytest.UsageError(
+            f"--ptrport-stand-in={settings.stand_in} stands in on the CPU backends, and "
+            f"{', '.join(not_cpu)} {'is' if len(not_cpu) == 1 else 'are'} not: run "
+            "them without it"
+        )
+    assert settings.stand_in is not None
+    stand_in = STAND_INS[settings.stand_in]()
+    stand_in.install()
+    config.add_cleanup(stand_in.uninstall)
+    config.hook.pytest_ptrport_stand_in.call_historic(
+        kwargs={"stand_in": stand_in, "config": config}
+    )
 
 
 class Role(enum.Enum):

@@ -16,7 +16,9 @@ from ptrport.check.user_subjects import select_subjects
 from ptrport.device.backends import Backend, BackendSelection, load_backends, parse_backend_spec
 from ptrport.device.fingerprint import check_platform_id, resolve_platform_id
 from ptrport.errors import HarnessError
+from ptrport.report.verdicts import REFERENCE
 from ptrport.run import profiles
+from ptrport.run.names import WHOLE_SUITE_INI
 
 REPORT_DIR = "reports"
 CONTROLS_REPORT_DIR = "reports/controls"
@@ -40,6 +42,14 @@ class RunSettings:
     child_channel: str | None
     """Set in an isolated child: the pipes to its parent
     (:class:`~ptrport.run.isolation.ChildSide`)."""
+    whole_suite: bool = False
+    """``--ptrport-all`` (or ``ptrport_all = true``): every collected test runs once per
+    backend, and the run is judged by the verdict by difference."""
+    stand_in: str | None = None
+    """``--ptrport-stand-in``: the device code written for runs on the CPU backends' device."""
+    reference_added: bool = False
+    """``cpu`` was not among the backends asked for, and a whole-suite run added it as the
+    reference the others are judged against."""
     started: float = field(default_factory=time.time)
 
     @classmethod
@@ -54,6 +64,11 @@ class RunSettings:
             backends = selection.resolve_present(known)
         except (HarnessError, ValueError) as exc:
             raise pytest.UsageError(str(exc)) from None
+        whole_suite = bool(config.getoption("ptrport_all") or config.getini(WHOLE_SUITE_INI))
+        reference_added = whole_suite and all(b.name != REFERENCE for b in backends)
+        if reference_added:
+            # The verdict by difference needs the run at low addresses to judge the others by.
+            backends = [known[REFERENCE], *backends]
         platform = config.getoption("ptrport_platform")
         try:
             platform = check_platform_id(platform) if platform is not None else None
@@ -87,6 +102,9 @@ class RunSettings:
             isolate=config.getoption("ptrport_isolate"),
             example_timeout=config.getoption("ptrport_example_timeout"),
             child_channel=config.getoption("ptrport_child"),
+            whole_suite=whole_suite,
+            stand_in=config.getoption("ptrport_stand_in"),
+            reference_added=reference_added,
         )
 
 
