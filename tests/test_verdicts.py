@@ -350,15 +350,15 @@ class TestMarkedRun:
     def test_the_summary_leads_with_the_finding_and_the_report_holds_it(
         self, project: pytest.Pytester
     ) -> None:
-        project.makepyfile(test_tables=TABLE_TEST)
-        line = _line_of("dtype=torch.int64", project.path / "test_tables.py")
+        project.makepyfile(test_engine_tables=TABLE_TEST)
+        line = _line_of("dtype=torch.int64", project.path / "test_engine_tables.py")
         ran = project.runpytest("--backend=cpu,cpu-usm,cpu-tbi", *RUN)
         ran.assert_outcomes(passed=4, failed=2)
         ran.stdout.fnmatch_lines(
             [
                 "*= ptrport =*",
-                "ADDRESS-SENSITIVE test_tables.py::test_pointer_table on cpu-usm, cpu-tbi: "
-                f"ValueError: Overflow when unpacking long long* (test_tables.py:{line})",
+                "ADDRESS-SENSITIVE test_engine_tables.py::test_pointer_table on cpu-usm, cpu-tbi: "
+                f"ValueError: Overflow when unpacking long long* (test_engine_tables.py:{line})",
                 "verdict by difference (cpu against cpu-usm, cpu-tbi): 1 address-sensitive, "
                 "0 fail everywhere (cannot run here), 1 pass everywhere, 0 skipped",
             ]
@@ -373,30 +373,31 @@ class TestMarkedRun:
             (c["check"], c["verdict"], c["backends"], c["where"]) for c in verdicts["checks"]
         ] == [
             (
-                "test_tables.py::test_pointer_table",
+                "test_engine_tables.py::test_pointer_table",
                 "address-sensitive",
                 ["cpu-usm", "cpu-tbi"],
-                f"test_tables.py:{line}",
+                f"test_engine_tables.py:{line}",
             ),
-            ("test_tables.py::test_sum", "passes everywhere", [], None),
+            ("test_engine_tables.py::test_sum", "passes everywhere", [], None),
         ]
         assert verdicts["checks"][0]["message"].startswith(OVERFLOW)
         where = {(r["check"], r["backend"]): r.get("where") for r in written["results"]}
-        assert where[("test_tables.py::test_pointer_table", "cpu-usm")] == f"test_tables.py:{line}"
-        assert where[("test_tables.py::test_pointer_table", "cpu")] is None
+        table = "test_engine_tables.py::test_pointer_table"
+        assert where[(table, "cpu-usm")] == f"test_engine_tables.py:{line}"
+        assert where[(table, "cpu")] is None
 
     def test_an_isolated_run_names_the_frame_too(self, project: pytest.Pytester) -> None:
-        project.makepyfile(test_tables=TABLE_TEST)
-        line = _line_of("dtype=torch.int64", project.path / "test_tables.py")
+        project.makepyfile(test_engine_tables=TABLE_TEST)
+        line = _line_of("dtype=torch.int64", project.path / "test_engine_tables.py")
         project.runpytest("--backend=cpu,cpu-usm", "-p", "no:cacheprovider", "-k", "pointer")
         (finding,) = _report(project)["verdicts"]["checks"]
         assert (finding["verdict"], finding["where"]) == (
             "address-sensitive",
-            f"test_tables.py:{line}",
+            f"test_engine_tables.py:{line}",
         )
 
     def test_a_run_on_cpu_alone_says_no_verdict(self, project: pytest.Pytester) -> None:
-        project.makepyfile(test_tables=TABLE_TEST)
+        project.makepyfile(test_engine_tables=TABLE_TEST)
         ran = project.runpytest("--backend=cpu", *RUN)
         ran.assert_outcomes(passed=2)
         ran.stdout.no_fnmatch_line("*verdict by difference*")

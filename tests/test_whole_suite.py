@@ -126,6 +126,20 @@ class TestWholeSuite:
         project.runpytest("--ptrport-all", BACKENDS, "-n", "2")
         assert _results(project) == serial
 
+    def test_spawned_children_run_it_and_the_stand_in_too(self, project: pytest.Pytester) -> None:
+        project.makepyfile(test_suite=SUITE, test_cuda=CUDA_SUITE)
+        project.runpytest("--ptrport-all", "--ptrport-stand-in=cuda", BACKENDS, "--no-isolate")
+        in_process = _results(project)
+        # A conftest's thread: the run spawns its children rather than fork them.
+        project.makeconftest(
+            (project.path / "conftest.py").read_text() + "\nimport threading, time\n"
+            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        )
+        result = project.runpytest("--ptrport-all", "--ptrport-stand-in=cuda", BACKENDS)
+        result.stdout.fnmatch_lines(["isolation: *spawned, not forked*"])
+        assert _results(project) == in_process
+        assert len(in_process) == 18
+
     def test_cpu_is_added_as_the_reference(self, project: pytest.Pytester) -> None:
         project.makepyfile(test_suite=SUITE)
         result = project.runpytest("--ptrport-all", "--backend=cpu-usm", "--no-isolate")
@@ -193,6 +207,9 @@ class TestStandIn:
             )
             for backend in ("cpu", "cpu-usm", "cpu-tbi")
         }
+        result.stdout.fnmatch_lines(
+            ["ptrport: whole suite, every test once per backend, cuda stood in for"]
+        )
         # The failure points into the test's code, not into ptrport's.
         result.stdout.fnmatch_lines(["*test_cuda.py:*: ValueError*"])
         result.stdout.no_fnmatch_line("*ptrport/device/*")

@@ -126,6 +126,8 @@ def child_command(
         "--no-isolate",
         f"--backend={','.join(backends)}",
         f"--subject={settings.subject_spec or ','.join(settings.subjects)}",
+        *(["--ptrport-all"] if settings.whole_suite else []),
+        *([f"--ptrport-stand-in={settings.stand_in}"] if settings.stand_in else []),
     ]
     if settings.run_seed != examples.DERANDOMIZED:
         command.append(f"--hypothesis-seed={settings.run_seed}")

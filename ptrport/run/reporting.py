@@ -147,6 +147,18 @@ class RunReport:
             f"ptrport: backends {', '.join(present) or 'none'}"
             + (f"; unavailable: {'; '.join(missing)}" if missing else ""),
             *([REFERENCE_ADDED] if settings.reference_added else []),
+            *self._what_runs(controls),
+            f"ptrport: hypothesis profile {profiles.current_name()}, seed {settings.run_seed}",
+        ]
+
+    def _what_runs(self, controls: list[str]) -> list[str]:
+        """The subjects of the scenarios; for a whole-suite run that names none, what it runs
+        instead (its scenarios, should it collect any, still run every subject)."""
+        settings = self.settings
+        if settings.whole_suite and settings.subject_spec is None:
+            stand_in = f", {settings.stand_in} stood in for" if settings.stand_in else ""
+            return [f"ptrport: whole suite, every test once per backend{stand_in}"]
+        return [
             f"ptrport: subjects {', '.join(settings.subjects)}"
             + (f" (controls: {', '.join(controls)})" if controls else ""),
             *(
@@ -154,7 +166,6 @@ class RunReport:
                 for name, s in settings.subjects.items()
                 if s.contract.declared
             ),
-            f"ptrport: hypothesis profile {profiles.current_name()}, seed {settings.run_seed}",
         ]
 
     # -- results --------------------------------------------------------------------------
