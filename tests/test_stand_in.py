@@ -171,6 +171,18 @@ class TestDataPtrUnderModes:
         assert 0 <= inside < ADDRESS_LIMIT
 
     @pytest.mark.parametrize("name", CPU_BACKENDS)
+    def test_of_a_tensor_subclass_with_its_own_torch_function(self, name: str) -> None:
+        class Logged(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                return super().__torch_function__(func, types, args, kwargs or {})
+
+        plain = torch.zeros(4)
+        logged = plain.as_subclass(Logged)
+        with load_backends()[name].running():
+            assert logged.data_ptr() == plain.data_ptr() < ADDRESS_LIMIT
+
+    @pytest.mark.parametrize("name", CPU_BACKENDS)
     def test_under_the_default_device(self, name: str) -> None:
         backend = load_backends()[name]
         torch.set_default_device("cpu")

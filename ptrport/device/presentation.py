@@ -417,6 +417,7 @@ def real_data_ptr(tensor: torch.Tensor) -> int:
 
 _TENSOR_DATA_PTR: Callable[[torch.Tensor], int] = torch._C.TensorBase.data_ptr
 _STORAGE_DATA_PTR: Callable[[torch.UntypedStorage], int] = torch.UntypedStorage.data_ptr
+_MODE_ENABLED: Callable[[], bool] = torch._C._is_torch_function_mode_enabled
 
 _scopes: list[DeviceMemory] = []
 """The presentations entered and not yet left, innermost last. ``data_ptr`` is one attribute of
@@ -430,28 +431,34 @@ def active() -> DeviceMemory | None:
 
 def _tensor_data_ptr(tensor: torch.Tensor) -> int:
     __tracebackhide__ = True
-    # Without torch functions: under a TorchFunctionMode (``with torch.device(...)``,
-    # ``torch.set_default_device``, a user's own, the stand-in) the C method hands the call to
-    # the mode, which calls ``Tensor.data_ptr`` (this function) again, and the address would
-    # be presented twice.
-    with torch._C.DisableTorchFunction():
-        real = _TENSOR_DATA_PTR(tensor)
-        memory = active()
-        if memory is None or real == 0 or not tensor.is_cpu:
-            return real
-        storage = tensor.untyped_storage()
-        start = _STORAGE_DATA_PTR(storage)
-        return _handed(memory.hand_out(storage, start) + (real - start))
+    # Without torch functions where any could run: under a TorchFunctionMode (``with
+    # torch.device(...)``, ``torch.set_default_device``, a user's own, the stand-in), or for a
+    # tensor subclass with its own, the C method hands the call to it, which calls
+    # ``Tensor.data_ptr`` (this function) again, and the address would be presented twice.
+    if _MODE_ENABLED() or type(tensor) is not torch.Tensor:
+        with torch._C.DisableTorchFunction():
+            return _presented_tensor(tensor)
+    return _presented_tensor(tensor)
+
+
+def _presented_tensor(tensor: torch.Tensor) -> int:
+    __tracebackhide__ = True
+    real = _TENSOR_DATA_PTR(tensor)
+    memory = active()
+    if memory is None or real == 0 or not tensor.is_cpu:
+        return real
+    storage = tensor.untyped_storage()
+    start = _STORAGE_DATA_PTR(storage)
+    return _handed(memory.hand_out(storage, start) + (real - start))
 
 
 def _storage_data_ptr(storage: torch.UntypedStorage) -> int:
     __tracebackhide__ = True
-    with torch._C.DisableTorchFunction():
-        real = _STORAGE_DATA_PTR(storage)
-        memory = active()
-        if memory is None or real == 0 or storage.device.type != "cpu":
-            return real
-        return _handed(memory.hand_out(storage, real))
+    real = _STORAGE_DATA_PTR(storage)  # a storage's methods are no torch functions
+    memory = active()
+    if memory is None or real == 0 or storage.device.type != "cpu":
+        return real
+    return _handed(memory.hand_out(storage, real))
 
 
 def _handed(presented: int) -> int:
