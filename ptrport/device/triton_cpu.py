@@ -87,10 +87,12 @@ def _interpreting() -> Iterator[None]:
 
 
 def _call_interpreted(self: JITFunction[Any], *args: Any, **kwargs: Any) -> Any:
+    __tracebackhide__ = True  # a failure points into the kernel's code
     return _interpreted(self.fn)(*args, **kwargs)
 
 
 def _run(self: JITFunction[Any], *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+    __tracebackhide__ = True
     if not on_cpu(args, kwargs):
         return _ORIGINAL_RUN(self, *args, grid=grid, warmup=warmup, **kwargs)
     if warmup:
@@ -119,6 +121,7 @@ def _device_fault(exc: BaseException) -> DeviceFault | None:
 def _real(handle: Any, mask: Any, access: str) -> Any:
     """``handle`` (a tensor of pointers) with the lanes ``mask`` selects made real, or the
     handle itself where no presentation is active."""
+    __tracebackhide__ = True
     memory = presentation.active()
     if memory is None:
         return handle
@@ -133,20 +136,24 @@ def _real(handle: Any, mask: Any, access: str) -> Any:
 
 
 def _masked_load(self: Any, ptrs: Any, mask: Any, *rest: Any) -> Any:
+    __tracebackhide__ = True
     original = _ORIGINAL_ACCESSES["create_masked_load"]
     return original(self, _real(ptrs, mask, "load"), mask, *rest)
 
 
 def _masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+    __tracebackhide__ = True
     original = _ORIGINAL_ACCESSES["create_masked_store"]
     return original(self, _real(ptrs, mask, "store"), value, mask, *rest)
 
 
 def _atomic_cas(self: Any, ptr: Any, *rest: Any) -> Any:
+    __tracebackhide__ = True
     return _ORIGINAL_ACCESSES["create_atomic_cas"](self, _real(ptr, None, "atomic"), *rest)
 
 
 def _atomic_rmw(self: Any, op: Any, ptr: Any, value: Any, mask: Any, *rest: Any) -> Any:
+    __tracebackhide__ = True
     original = _ORIGINAL_ACCESSES["create_atomic_rmw"]
     return original(self, op, _real(ptr, mask, "atomic"), value, mask, *rest)
 
