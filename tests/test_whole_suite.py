@@ -140,6 +140,25 @@ class TestWholeSuite:
         assert _results(project) == in_process
         assert len(in_process) == 18
 
+    def test_what_a_test_leaves_in_its_process_does_not_decide_the_next_backend(
+        self, project: pytest.Pytester
+    ) -> None:
+        # An engine that warns once per process, and its own test of the warning (LMCache's
+        # test_deprecated_two_hs_specs_warn): run on three backends in one process, only the
+        # first would see it warn, a false red on the others.
+        project.makepyfile(
+            test_warn_once="import warnings\n\nimport pytest\n\n_WARNED = []\n\n"
+            "def deprecated():\n"
+            "    if not _WARNED:\n"
+            "        _WARNED.append(True)\n"
+            "        warnings.warn('old spec', DeprecationWarning)\n\n"
+            "def test_warns():\n"
+            "    with pytest.warns(DeprecationWarning):\n        deprecated()\n"
+        )
+        result = project.runpytest("--ptrport-all", BACKENDS)
+        assert set(_results(project).values()) == {"passed"}
+        result.stdout.fnmatch_lines(["*0 address-sensitive, 0 fail everywhere*1 pass everywhere*"])
+
     def test_cpu_is_added_as_the_reference(self, project: pytest.Pytester) -> None:
         project.makepyfile(test_suite=SUITE)
         result = project.runpytest("--ptrport-all", "--backend=cpu-usm", "--no-isolate")

@@ -143,8 +143,8 @@ _LOST_PHASES: tuple[
 class IsolatedChecks:
     """The parent side of isolation: which checks run in a child, the child that runs them
     (forked from the warm process, or spawned; replaced after a crash, a hang or a failed
-    check), and each check's reports (and so its result) replayed here, or made up for a check
-    whose child died."""
+    check, and before a check it ran already on another backend), and each check's reports
+    (and so its result) replayed here, or made up for a check whose child died."""
 
     def __init__(
         self,
@@ -166,6 +166,8 @@ class IsolatedChecks:
         loaded ptrport: a thread a conftest started is not among them)."""
         self._unsafe: str | None = None
         """Why children are spawned, not forked, once that is known."""
+        self._ran_in_child: set[str] = set()
+        """The checks (a test, whatever its backend) the current child has run."""
         os.environ.setdefault(NVML_CHECK, "1")
 
     def isolates(self, info: CheckInfo) -> bool:
@@ -199,6 +201,12 @@ class IsolatedChecks:
         """Run ``item`` in the child, starting one if there is none; once more in a fresh child
         if the child ended before it started the check (it died while starting)."""
         self.counts.checks += 1
+        check = info.check if (info := check_info(item)) is not None else item.nodeid
+        if check in self._ran_in_child:
+            # The same test on another backend: in a fresh child, so that what it left in its
+            # process (a warn-once flag, a cache, a module's state) does not decide this
+            # backend's outcome, and the verdict by difference compares the addresses alone.
+            self._end_child()
         last_words = ""
         for _ in range(2):
             child = self._child or self._start(item.session)
@@ -217,6 +225,7 @@ class IsolatedChecks:
                 0,
                 0.0,
             )
+        self._ran_in_child.add(check)
         if ended.outcome in (Outcome.CRASHED, Outcome.TIMED_OUT):
             if ended.outcome is Outcome.CRASHED:
                 self.counts.crashed += 1
@@ -286,6 +295,7 @@ class IsolatedChecks:
         return child
 
     def _end_child(self) -> None:
+        self._ran_in_child = set()
         if self._child is not None:
             self._child.close()
             self._child = None
