@@ -766,12 +766,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SuitesError, engine_runs.CorpusError) as exc:
         print(f"engine_suites.py: {exc}", file=sys.stderr)
         return 2
-    if args.engine:
-        wanted = {name.strip() for name in args.engine.split(",")}
-        unknown = wanted - {release.engine for release in releases}
-        if unknown:
-            parser.error(f"--engine: no engine {sorted(unknown)[0]!r} in {args.suites.name}")
-        releases = [release for release in releases if release.engine in wanted]
+    releases = engine_runs.only_engines(releases, args.engine, parser, args.suites.name)
     cache = args.cache.expanduser()
     start = time.perf_counter()
     runs: list[FileRun] = []

@@ -684,6 +684,20 @@ def cache_size(cache: Path) -> int:
     return total
 
 
+def only_engines(
+    releases: list[Release], spec: str | None, parser: argparse.ArgumentParser, listed_in: str
+) -> list[Release]:
+    """The releases of the engines ``--engine`` names (all of them without it); an engine
+    ``listed_in`` does not have is bad input."""
+    if not spec:
+        return releases
+    wanted = {name.strip() for name in spec.split(",")}
+    unknown = wanted - {release.engine for release in releases}
+    if unknown:
+        parser.error(f"--engine: no engine {sorted(unknown)[0]!r} in {listed_in}")
+    return [release for release in releases if release.engine in wanted]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="real_engine_runs.py", description=__doc__.split("\n\n", 1)[0]
@@ -702,12 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CorpusError as exc:
         print(f"real_engine_runs.py: {exc}", file=sys.stderr)
         return 2
-    if args.engine:
-        wanted = {name.strip() for name in args.engine.split(",")}
-        unknown = wanted - {release.engine for release in releases}
-        if unknown:
-            parser.error(f"--engine: no engine {sorted(unknown)[0]!r} in engines.toml")
-        releases = [release for release in releases if release.engine in wanted]
+    releases = only_engines(releases, args.engine, parser, "engines.toml")
     cache = args.cache.expanduser()
     start = time.perf_counter()
     runs: list[ReleaseRun] = []
