@@ -118,7 +118,7 @@ class ScenarioItems:
         own = metafunc.definition.get_closest_marker(USER_MARKER)
         scenario = metafunc.definition.get_closest_marker(MARKER)
         if own is None and scenario is None and self.settings.whole_suite:
-            own = pytest.mark.ptrport.mark  # a whole-suite run marks every test of the suite
+            own = getattr(pytest.mark, USER_MARKER).mark  # a whole-suite run marks every test
             self._unmarked.add(metafunc.definition.nodeid)
         if own is not None:
             self._parametrize_own(metafunc, own)
