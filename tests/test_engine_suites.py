@@ -527,10 +527,10 @@ def test_a_file_that_hangs_is_cut_off_with_every_process_under_it(tmp_path: Path
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     run = suites.run_file(
-        release(), Path(sys.prefix), root, entry, entry.path, {}, scratch, timeout=20
+        release(), Path(sys.prefix), root, entry, entry.path, {}, scratch, timeout=12
     )
-    assert run.status == "cut off" and run.problem.startswith("cut off after 20 s (")
-    assert 20 <= run.seconds < 60
+    assert run.status == "cut off" and run.problem.startswith("cut off after 12 s (")
+    assert 12 <= run.seconds < 60
     for pid in pid_file.read_text().split() if pid_file.exists() else []:
         assert (
             not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
