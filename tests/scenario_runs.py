@@ -5,12 +5,14 @@ them up."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,6 +59,22 @@ def use_profile(
     pytester.makeconftest(
         PROFILE_CONFTEST.format(max_examples=max_examples, derandomize=derandomize)
     )
+
+
+def own_tests_project(pytester: pytest.Pytester, *, max_examples: int = 20) -> pytest.Pytester:
+    """``pytester`` with :func:`use_profile`'s profile, its modules left the user's own tests
+    (not marked scenarios)."""
+    use_profile(pytester, max_examples=max_examples)
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text().split("def pytest_collectstart")[0])
+    return pytester
+
+
+def written_report(pytester: pytest.Pytester, reports: str = "reports") -> dict[str, Any]:
+    """The one platform report an inner run wrote in ``reports``."""
+    (path,) = (pytester.path / reports).glob("*.json")
+    found: dict[str, Any] = json.loads(path.read_text())
+    return found
 
 
 def copy_scenarios(pytester: pytest.Pytester, *names: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.scenario_runs import use_profile
+from tests.scenario_runs import own_tests_project, use_profile, written_report
 
 KERNEL = """
 import ctypes
@@ -41,8 +41,7 @@ def copy_through_a_table(src, dst, dtype):
 
 
 def _report(pytester: pytest.Pytester, reports: str = "reports") -> list[dict[str, Any]]:
-    (path,) = (pytester.path / reports).glob("*.json")
-    results: list[dict[str, Any]] = json.loads(path.read_text())["results"]
+    results: list[dict[str, Any]] = written_report(pytester, reports)["results"]
     return results
 
 
@@ -52,11 +51,7 @@ def _outcomes(pytester: pytest.Pytester, reports: str = "reports") -> list[tuple
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    use_profile(pytester, max_examples=30)
-    # The profile's conftest marks every module a scenario: these are the user's own tests.
-    conftest = pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text().split("def pytest_collectstart")[0])
-    return pytester
+    return own_tests_project(pytester, max_examples=30)
 
 
 class TestCollection:

@@ -12,7 +12,6 @@ from typing import Any
 import jsonschema
 import pytest
 from sample_reports import document, result
-from scenario_runs import use_profile
 
 from ptrport.addresses import to_hex
 from ptrport.report import schema
@@ -30,6 +29,7 @@ from ptrport.report.render_html import to_html
 from ptrport.report.render_markdown import to_markdown
 from ptrport.report.verdicts import CheckVerdict, Verdict, Verdicts, judge
 from ptrport.run.outcomes import where_failed
+from tests.scenario_runs import own_tests_project, written_report
 
 OVERFLOW = "ValueError: Overflow when unpacking long long"
 """What torch says when ``torch.tensor([p], dtype=torch.int64)`` meets ``p >= 2**63``."""
@@ -331,19 +331,9 @@ def test_needs_a_gpu():
 RUN = ("--no-isolate", "-p", "no:cacheprovider")
 
 
-def _report(pytester: pytest.Pytester) -> dict[str, Any]:
-    (path,) = (pytester.path / "reports").glob("*.json")
-    found: dict[str, Any] = json.loads(path.read_text())
-    return found
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    use_profile(pytester, max_examples=10)
-    # The profile's conftest marks every module a scenario: these are the user's own tests.
-    conftest = pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text().split("def pytest_collectstart")[0])
-    return pytester
+    return own_tests_project(pytester, max_examples=10)
 
 
 class TestMarkedRun:
@@ -365,7 +355,7 @@ class TestMarkedRun:
         )
         ran.stdout.no_fnmatch_line("whole suite:*")
         assert ran.ret == pytest.ExitCode.TESTS_FAILED
-        written = _report(project)
+        written = written_report(project)
         assert written["schema"] == "ptrport.report/2"
         verdicts = written["verdicts"]
         assert (verdicts["reference"], verdicts["judged"]) == ("cpu", ["cpu-usm", "cpu-tbi"])
@@ -390,7 +380,7 @@ class TestMarkedRun:
         project.makepyfile(test_engine_tables=TABLE_TEST)
         line = _line_of("dtype=torch.int64", project.path / "test_engine_tables.py")
         project.runpytest("--backend=cpu,cpu-usm", "-p", "no:cacheprovider", "-k", "pointer")
-        (finding,) = _report(project)["verdicts"]["checks"]
+        (finding,) = written_report(project)["verdicts"]["checks"]
         assert (finding["verdict"], finding["where"]) == (
             "address-sensitive",
             f"test_engine_tables.py:{line}",
@@ -401,7 +391,7 @@ class TestMarkedRun:
         ran = project.runpytest("--backend=cpu", *RUN)
         ran.assert_outcomes(passed=2)
         ran.stdout.no_fnmatch_line("*verdict by difference*")
-        assert "verdicts" not in _report(project)
+        assert "verdicts" not in written_report(project)
 
 
 class TestWholeSuiteRun:

@@ -4,14 +4,13 @@ backends unchanged. Real inner pytest runs of the plugin."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from tests.scenario_runs import use_profile
+from tests.scenario_runs import own_tests_project, written_report
 
 BACKENDS = "--backend=cpu,cpu-usm,cpu-tbi"
 
@@ -75,17 +74,13 @@ def test_streams():
 
 
 def _results(pytester: pytest.Pytester) -> dict[tuple[str, str], str]:
-    (path,) = (pytester.path / "reports").glob("*.json")
-    records: list[dict[str, Any]] = json.loads(path.read_text())["results"]
+    records: list[dict[str, Any]] = written_report(pytester)["results"]
     return {(r["check"].split("::")[-1], r["backend"]): r["outcome"] for r in records}
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    use_profile(pytester)
-    conftest = pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text().split("def pytest_collectstart")[0])
-    return pytester
+    return own_tests_project(pytester)
 
 
 class TestWholeSuite:
