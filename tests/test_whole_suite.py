@@ -183,25 +183,33 @@ class TestWholeSuite:
     def test_cpu_placed_spreads_an_unmarked_tests_storages_named_in_its_failure(
         self, project: pytest.Pytester
     ) -> None:
+        # Three storages a test: the run places them in turn across 2**63, ending at 2**64 and
+        # at the top (from a kind its seed chooses), so each test meets the boundary it checks.
         project.makepyfile(
-            test_end="import torch\n\ndef test_end_pointer():\n"
-            "    t = torch.zeros(256, dtype=torch.uint8)\n"
-            "    assert t.data_ptr() + t.numel() < 2**64\n"
-            "\ndef test_sign():\n"
-            "    t = torch.zeros(256, dtype=torch.uint8)\n"
-            "    assert t.data_ptr() >> 63 == (t.data_ptr() + 255) >> 63\n"
+            test_end="import torch\n\n"
+            "def _three():\n"
+            "    return [torch.zeros(256, dtype=torch.uint8) for _ in range(3)]\n\n"
+            "def test_end_pointer():\n"
+            "    for t in _three():\n"
+            "        assert t.data_ptr() + t.numel() < 2**64\n\n"
+            "def test_sign():\n"
+            "    for t in _three():\n"
+            "        assert t.data_ptr() >> 63 == (t.data_ptr() + 255) >> 63\n"
         )
-        result = project.runpytest(
-            "--ptrport-all", "--backend=cpu,cpu-placed", "--no-isolate", "-p", "no:randomly"
+        result = project.runpytest("--ptrport-all", "--backend=cpu,cpu-placed", "--no-isolate")
+        assert _results(project) == {
+            ("test_end_pointer", "cpu"): "passed",
+            ("test_sign", "cpu"): "passed",
+            ("test_end_pointer", "cpu-placed"): "failed",
+            ("test_sign", "cpu-placed"): "failed",
+        }
+        result.stdout.fnmatch_lines(
+            [
+                "*test_end_pointer on cpu-placed*placed at 0x*(ending at 2[*][*]64)*",
+                "*test_sign on cpu-placed*placed at 0x*(across 2[*][*]63)*",
+            ],
+            consecutive=False,
         )
-        outcomes = _results(project)
-        # One storage per test: the kind it gets comes from the seed, so one of the two fails
-        # on every seed that does not put it at the top.
-        assert outcomes[("test_end_pointer", "cpu")] == outcomes[("test_sign", "cpu")] == "passed"
-        failed = [t for (t, b), o in outcomes.items() if b == "cpu-placed" and o == "failed"]
-        for name in failed:
-            kind = "ending at 2[*][*]64" if name == "test_end_pointer" else "across 2[*][*]63"
-            result.stdout.fnmatch_lines([f"*{name}*placed at 0x*({kind})*"])
 
 
 class TestStandIn:
