@@ -176,6 +176,27 @@ def test_checks_share_a_child_with_nothing_left_over_and_a_failure_gets_a_fresh_
     )
 
 
+def test_a_check_over_several_subjects_on_one_backend_runs_in_one_child(
+    pytester: pytest.Pytester,
+) -> None:
+    # A fresh child is for the same check on another backend: another subject is another check.
+    use_profile(pytester, max_examples=5)
+    copy_scenarios(pytester, "test_table_round_trip")
+    result = pytester.runpytest_subprocess(
+        "--backend=cpu",
+        "--subject=uint64/torch,int64-bitcast/torch",
+        "--isolate",
+        "--platform-name=iso",
+        "-p",
+        "no:cacheprovider",
+    )
+    assert result.ret == pytest.ExitCode.OK
+    (line,) = [line for line in result.stdout.lines if line.startswith("isolation: ")]
+    checks = int(line.split()[5])
+    assert checks >= 4, line
+    assert line.startswith(f"isolation: 1 child process for {checks} isolated checks"), line
+
+
 def test_an_isolated_control_is_caught_with_its_counterexample_as_in_process(
     pytester: pytest.Pytester,
 ) -> None:

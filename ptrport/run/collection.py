@@ -63,6 +63,10 @@ class CheckInfo:
             "backend": self.backend.name,
         }
 
+    def across_backends(self) -> tuple[str, str | None]:
+        """What this check is on every backend: its check and its subject."""
+        return self.check, OWN_TEST if self.own else getattr(self.subject, "name", None)
+
     def result(self, outcome: Outcome, **fields: Any) -> Result:
         """This check's result for its subject on its backend."""
         return Result(**self.identity(), outcome=outcome, **fields)

@@ -166,8 +166,8 @@ class IsolatedChecks:
         loaded ptrport: a thread a conftest started is not among them)."""
         self._unsafe: str | None = None
         """Why children are spawned, not forked, once that is known."""
-        self._ran_in_child: set[str] = set()
-        """The checks (a test, whatever its backend) the current child has run."""
+        self._ran_in_child: set[tuple[str, str | None]] = set()
+        """The checks (a test with its subject, whatever its backend) the current child ran."""
         os.environ.setdefault(NVML_CHECK, "1")
 
     def isolates(self, info: CheckInfo) -> bool:
@@ -201,7 +201,8 @@ class IsolatedChecks:
         """Run ``item`` in the child, starting one if there is none; once more in a fresh child
         if the child ended before it started the check (it died while starting)."""
         self.counts.checks += 1
-        check = info.check if (info := check_info(item)) is not None else item.nodeid
+        info = check_info(item)
+        check = info.across_backends() if info is not None else (item.nodeid, None)
         if check in self._ran_in_child:
             # The same test on another backend: in a fresh child, so that what it left in its
             # process (a warn-once flag, a cache, a module's state) does not decide this
