@@ -177,6 +177,33 @@ def test_copy_at_2_63(ptrport_device, dtype):
                     "placed at 0x8000000000000000; last presented at 0xffff[0-9a-f]{12}", named[1]
                 ), named[1]
 
+    def test_a_hypothesis_failure_names_where_its_example_placed_memory(
+        self, project: pytest.Pytester
+    ) -> None:
+        # The example's placements end with it, before the failure is reported.
+        project.makepyfile(
+            test_drawn="""
+import pytest
+import torch
+from hypothesis import given, settings
+
+from ptrport.strategies import allocations
+
+
+@pytest.mark.ptrport
+@settings(max_examples=5, deadline=None)
+@given(drawn=allocations(dtypes=[torch.uint8], min_numel=64, max_numel=64, max_offset=0))
+def test_a_table_of_one(ptrport_device, drawn):
+    torch.tensor([drawn.tensor.data_ptr()], dtype=torch.int64)
+"""
+        )
+        project.runpytest("--backend=cpu-placed", "--no-isolate")
+        (failed,) = _report(project)
+        assert failed["outcome"] == "failed", failed
+        assert re.search(r"Overflow.* \(placed at 0x[89a-f][0-9a-f]{15}\b", failed["message"]), (
+            failed["message"]
+        )
+
     def test_a_failure_names_the_four_lowest_placed_addresses_and_counts_the_rest(
         self, project: pytest.Pytester
     ) -> None:

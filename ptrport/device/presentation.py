@@ -170,6 +170,9 @@ class DeviceMemory:
         self._by_start: dict[int, _Range] = {}
         self._table: tuple[list[_Range], np.ndarray, np.ndarray, np.ndarray] | None = None
         self._handed = itertools.count(1)
+        self._released: list[int] | None = None
+        """The placements as they were when the latest release after a placement began: what
+        a Hypothesis example had placed, once its end released them."""
 
     def hand_out(self, storage: torch.UntypedStorage, start: int) -> int:
         """Record ``storage`` (whose real first byte is ``start``) as device memory; return the
@@ -226,6 +229,7 @@ class DeviceMemory:
         handed = next(self._handed)
         self._add(_Range(at, start, nbytes, storage, start, placed=True, asked=at, handed=handed))
         self.spread_kinds[at] = kind
+        self._released = None
         return at
 
     def presented_last(self) -> list[int]:
@@ -292,16 +296,24 @@ class DeviceMemory:
         self._add(
             _Range(presented, mapped_real, nbytes, storage, storage_real, placed=True, asked=at)
         )
+        self._released = None
 
     def placements(self) -> list[int]:
         """The addresses tensors were placed at in this scope and are still, in order."""
         return sorted(r.asked for r in self._by_storage.values() if r.asked is not None)
+
+    def placed_lately(self) -> list[int]:
+        """The placements; where there are none, those released last, together (a
+        Hypothesis example's, which its end released before its failure is reported)."""
+        return self.placements() or list(self._released or ())
 
     def release(self, tensor: torch.Tensor) -> None:
         """Forget the placement of ``tensor``'s storage: its range is no memory any more (and a
         later ``data_ptr()`` presents it as the presentation does)."""
         known = self._by_storage.get(_STORAGE_DATA_PTR(tensor.untyped_storage()))
         if known is not None and known.placed:
+            if self._released is None:
+                self._released = self.placements()
             self._remove(known)
 
     def free_near(self, presented: int, nbytes: int, *, step: int) -> int | None:

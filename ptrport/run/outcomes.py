@@ -239,7 +239,8 @@ PLACED_NAMED = 4
 
 def _addresses_here(message: str) -> str:
     """The addresses a failed test was most likely about, for its message (an overflow names
-    none): where it placed memory, ``(placed at 0x8000...)``, and on an upper-half backend
+    none): where it placed memory (a Hypothesis example's, though its end released them),
+    ``(placed at 0x8000...)``, and on an upper-half backend
     where the storages whose ``data_ptr()`` it took last are presented, the newest last,
     ``(last presented at 0xffff8000...)``, those the message names already aside."""
     # The page leaves this out where it groups failures of one cause (compat.cause in
@@ -248,7 +249,7 @@ def _addresses_here(message: str) -> str:
     if memory is None:
         return ""
     named = []
-    placed = memory.placements()
+    placed = memory.placed_lately()
     if placed:
         more = f" and {len(placed) - PLACED_NAMED} more" if len(placed) > PLACED_NAMED else ""
         kinds = memory.spread_kinds
