@@ -3,7 +3,7 @@ release that ships it fixed and in a release that had the bug, run as marked tes
 CPU backends, and every outcome compared with an expectations table.
 
     python benchmarks/real_engine_runs.py [--json FILE] [--markdown FILE] [--require]
-                                          [--engine NAME[,NAME]] [--cache DIR]
+                                          [--engine NAME[,NAME]] [--cache DIR] [--prune]
 
 The corpus (``benchmarks/real_engine_runs/``) holds:
 
@@ -11,11 +11,17 @@ The corpus (``benchmarks/real_engine_runs/``) holds:
 - ``<engine>/test_*.py``: marked tests (``pytest.mark.ptrport``) that drive the engine's own
   buffers and kernels, with ``ptrport_device.place()`` where the engine's own unit tests fake a
   high address;
-- ``<engine>/expectations.csv``: header ``version,test,backend,expected,path,reason``, one row
-  per test of a release (``test`` is the node id inside the engine's folder; ``backend`` is one
-  of the four CPU backends, or ``*`` for all four, a row naming one backend overriding ``*``).
-  Only the tests listed for a release run against it. ``path`` names the code path, the same for
-  every release of it; ``reason`` cites the engine's issue or PR.
+- ``<engine>/expectations.csv``: header ``version,test,backend,expected,path,reason,message``,
+  one row per test of a release (``test`` is the node id inside the engine's folder;
+  ``backend`` is one of the four CPU backends, or ``*`` for all four, a row naming one backend
+  overriding ``*``). Only the tests listed for a release run against it. ``path`` names the
+  code path, the same for every release of it; ``reason`` cites the engine's issue or PR, or
+  starts ``open in VERSION:`` for a bug the newest release pinned still has (an *open
+  finding*). ``message``, for a ``failed`` row only and required there, is a regular expression
+  that the failure's message must match (searched): a red counts as expected only when it
+  fails for its reason, and its message names an address at or above 2**63 (ptrport writes
+  the addresses it placed or presented into it), unless its reason starts ``at any address:``
+  (the release fails there at low addresses too: no address bug, and no red of the path).
 
 Each release gets a virtualenv under the cache (``~/.cache/ptrport/engine-venvs/`` unless
 ``--cache`` or ``PTRPORT_ENGINE_VENVS`` says otherwise), built once and reused while its recipe
@@ -31,9 +37,18 @@ The script prints one line per test and release with the outcome on each backend
 an unexpected one), the time per check and per release, and the cache's size; ``--json FILE``
 writes one row per test, release and backend: ``engine``, ``version``, ``test``, ``backend``,
 ``seconds``, ``reason``, ``path``, ``expected``, ``outcome`` (ptrport's words: ``passed``,
-``failed``, ``crashed``, ``timed out``, ``error``, ``skipped``), ``message`` and
-``installed_as`` (what of the release's requirements was left out or added); ``--markdown
-FILE`` the table per engine, release and path (the one in docs/real-engines.md).
+``failed``, ``crashed``, ``timed out``, ``error``, ``skipped``), ``message``, ``pattern`` (the
+row's ``message``), ``wrong_reason`` (why a failure that was expected failed for another
+reason) and ``installed_as`` (what of the release's requirements was left out or added);
+``--markdown FILE`` the table per engine, release and path (the one in docs/real-engines.md).
+It ends with the most the disk grew during the run, and the paths the corpus counts: release
+pairs (a release that passes on all four backends, one that fails on an upper-half one) and
+open findings.
+
+The releases run grouped by base. ``--prune`` removes a release's virtualenv once its tests
+have run, and a base's once its last release has, so that the disk holds one base and one
+release at a time (the nightly sets it); pip keeps no cache, and a downloaded wheel is removed
+once installed.
 
 Exit status: 0 when every outcome is the expected one; a release that cannot be installed here
 prints ``skipped: <reason>``, and its rows are ``skipped``, which is exit 0 too unless
@@ -52,6 +67,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 import zipfile
@@ -66,10 +82,21 @@ CORPUS = Path(__file__).resolve().parent / "real_engine_runs"
 CACHE = Path(os.environ.get("PTRPORT_ENGINE_VENVS", "~/.cache/ptrport/engine-venvs"))
 BACKENDS = ("cpu", "cpu-usm", "cpu-tbi", "cpu-placed")
 OUTCOMES = ("passed", "failed", "crashed", "timed out", "error", "skipped")
-COLUMNS = ("version", "test", "backend", "expected", "path", "reason")
+COLUMNS = ("version", "test", "backend", "expected", "path", "reason", "message")
 DEPS = ("requirements", "none")
 RUN_TIMEOUT_S = 3600
 """The longest one release's tests may take, all backends together."""
+UPPER_HALF_ADDRESS = re.compile(r"0x[89a-f][0-9a-f]{15}\b")
+"""An address at or above 2**63, as ptrport writes it into a failure's message."""
+OPEN = "open in "
+"""How the reason of an open finding starts: ``open in VERSION: ...``, a bug the newest
+release pinned still has (counted apart from the fixed paths)."""
+ANY_ADDRESS = "at any address: "
+"""How the reason of a failure that is no address bug starts: the release fails there at low
+addresses too (its message need not name an upper-half address; it counts as no red)."""
+PIP_INSTALL = ("install", "-q", "--no-cache-dir")
+"""pip keeps no cache of its own: the virtualenvs are the cache, and a second copy of every
+wheel would not fit a hosted runner's disk."""
 
 
 class CorpusError(ValueError):
@@ -143,6 +170,19 @@ class Expectation:
     expected: str
     path: str
     reason: str
+    message: str = ""
+    """For a ``failed`` row: a regular expression that the failure's message must match (searched),
+    so that only a failure for its reason is the expected one."""
+
+    @property
+    def open(self) -> bool:
+        """An open finding: the newest release pinned still has the bug."""
+        return self.reason.startswith(OPEN)
+
+    @property
+    def any_address(self) -> bool:
+        """A failure that is no address bug: the release fails so at low addresses too."""
+        return self.reason.startswith(ANY_ADDRESS)
 
 
 @dataclass
@@ -164,10 +204,24 @@ class Row:
     unexpected outcome (``--require`` makes it a failure of the run)."""
     installed_as: str = ""
     """How the release was installed here: what of its requirements was left out or added."""
+    pattern: str = ""
+    """What the message of an expected failure must match (the table's ``message``)."""
+
+    @property
+    def wrong_reason(self) -> str:
+        """Why an expected failure failed for another reason than its row's, or ``""``: its
+        message does not match the row's pattern, or names no address at or above 2**63."""
+        if self.expected != "failed" or self.outcome != "failed":
+            return ""
+        if not re.search(self.pattern, self.message):
+            return f"its message does not match {self.pattern!r}"
+        if not self.reason.startswith(ANY_ADDRESS) and not UPPER_HALF_ADDRESS.search(self.message):
+            return "its message names no address at or above 2**63"
+        return ""
 
     @property
     def unexpected(self) -> bool:
-        return self.installed and self.outcome != self.expected
+        return self.installed and (self.outcome != self.expected or bool(self.wrong_reason))
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -181,6 +235,8 @@ class Row:
             "expected": self.expected,
             "outcome": self.outcome,
             "message": self.message,
+            "pattern": self.pattern,
+            "wrong_reason": self.wrong_reason,
             "installed_as": self.installed_as,
         }
 
@@ -275,7 +331,7 @@ def parse_expectations(
     general: dict[tuple[str, str, str], Expectation] = {}
     specific: dict[tuple[str, str, str], Expectation] = {}
     for where, cells in csv_table.rows(text, source, COLUMNS, CorpusError):
-        version, test, backend, expected, path, reason = cells
+        version, test, backend, expected, path, reason, message = cells
         if version not in pinned:
             raise CorpusError(
                 f"{where}: {engine} {version} is not pinned in engines.toml ({sorted(pinned)})"
@@ -288,12 +344,23 @@ def parse_expectations(
             raise CorpusError(f"{where}: expected {expected!r} is not one of {OUTCOMES}")
         if not path or not reason:
             raise CorpusError(f"{where}: the path and the reason must not be empty")
+        if expected == "failed":
+            if not message:
+                raise CorpusError(f"{where}: a failed row needs the message it fails with")
+            try:
+                re.compile(message)
+            except re.error as exc:
+                raise CorpusError(
+                    f"{where}: message {message!r} is no regular expression: {exc}"
+                ) from None
+        elif message:
+            raise CorpusError(f"{where}: a message is for failed rows only, not {expected}")
         table = general if backend == "*" else specific
         for name in BACKENDS if backend == "*" else (backend,):
             key = (version, test, name)
             if key in table:
                 raise CorpusError(f"{where}: a second row for {test} on {name} in {version}")
-            table[key] = Expectation(engine, version, test, name, expected, path, reason)
+            table[key] = Expectation(engine, version, test, name, expected, path, reason, message)
     merged = {**general, **specific}
     paths: dict[tuple[str, str], set[str]] = {}
     for e in merged.values():
@@ -324,6 +391,35 @@ def load_corpus(corpus: Path) -> tuple[list[Release], list[Expectation]]:
                 raise CorpusError(f"{table}: no test file {engine}/{name}")
         expectations += rows
     return releases, expectations
+
+
+def counted_paths(
+    expectations: Iterable[Expectation],
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """The paths the corpus counts: the release pairs, ``(engine, path)`` with a release that
+    passes on all four backends (a variant it no longer has may skip) and one that fails on an
+    upper-half backend; and the open findings, ``(engine, path, version)`` where a release's
+    failure is an open bug (its reason starts ``open in``)."""
+    by_release: dict[tuple[str, str, str], list[Expectation]] = {}
+    for e in expectations:
+        by_release.setdefault((e.engine, e.path, e.version), []).append(e)
+    green, red, found = set(), set(), set()
+    for (engine, path, version), rows in by_release.items():
+        outcomes = {e.expected for e in rows}
+        if (
+            outcomes <= {"passed", "skipped"}
+            and "passed" in outcomes
+            and ({e.backend for e in rows} == set(BACKENDS))
+        ):
+            green.add((engine, path))
+        failing = [
+            e for e in rows if e.expected == "failed" and e.backend != "cpu" and not e.any_address
+        ]
+        if any(e.open for e in failing):
+            found.add((engine, path, version))
+        elif failing:
+            red.add((engine, path))
+    return sorted(green & red), sorted(found)
 
 
 # --- virtualenvs -------------------------------------------------------------------------------
@@ -382,7 +478,18 @@ def _download(spec: str, downloads: Path) -> Path:
     into = downloads / spec.replace("==", "-")
     into.mkdir(parents=True, exist_ok=True)
     _run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", spec, "-d", into],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-cache-dir",
+            "--no-deps",
+            spec,
+            "-d",
+            into,
+        ],
         f"pip download {spec}",
     )
     wheels = sorted(into.glob("*.whl"))
@@ -419,13 +526,13 @@ def _fresh_venv(venv: Path) -> None:
     venv.parent.mkdir(parents=True, exist_ok=True)
     _run([sys.executable, "-m", "venv", venv], f"python -m venv {venv}")
     _run(
-        [_python(venv), "-m", "pip", "install", "-q", "--upgrade", "pip"],
+        [_python(venv), "-m", "pip", *PIP_INSTALL, "--upgrade", "pip"],
         f"{venv.name}: pip install --upgrade pip",
     )
 
 
 def _pip(venv: Path, *args: str | Path, what: str) -> None:
-    _run([_python(venv), "-m", "pip", "install", "-q", *args], f"{venv.name}: {what}")
+    _run([_python(venv), "-m", "pip", *PIP_INSTALL, *args], f"{venv.name}: {what}")
 
 
 def ensure_base(base: Base, cache: Path, downloads: Path) -> tuple[Path, bool]:
@@ -438,11 +545,13 @@ def ensure_base(base: Base, cache: Path, downloads: Path) -> tuple[Path, bool]:
     if base.packages:
         _pip(venv, *base.packages, what=f"pip install {' '.join(base.packages)}")
     if base.requirements_of:
-        wheel = _download(base.requirements_of, downloads)
+        # Apart from the releases' wheels: the same release's wheel may be being installed.
+        wheel = _download(base.requirements_of, downloads / "bases")
         listed = _requirements_file(
             wheel_requirements(wheel), base.leave_out, downloads / f"{base.name}.txt"
         )
         _pip(venv, "-r", listed, what=f"the requirements of {base.requirements_of}")
+        _remove_wheels(wheel)
     (venv / "ptrport-recipe.json").write_text(json.dumps(recipe))
     return venv, False
 
@@ -468,7 +577,14 @@ def ensure_release(release: Release, cache: Path, downloads: Path) -> tuple[Path
     if release.add:
         _pip(venv, *release.add, what=f"pip install {' '.join(release.add)}")
     _pip(venv, "--no-deps", wheel, what=f"pip install --no-deps {wheel.name}")
+    _remove_wheels(wheel)
     return venv, False
+
+
+def _remove_wheels(wheel: Path) -> None:
+    """The downloaded wheel's folder, once what it installs is in place (a release's wheel
+    is fetched again only when its virtualenv is rebuilt)."""
+    shutil.rmtree(wheel.parent, ignore_errors=True)
 
 
 def stamp(venv: Path, release: Release) -> None:
@@ -512,7 +628,14 @@ def _pytest(
 
 
 def _environment(release: Release) -> dict[str, str]:
-    return {**os.environ, **dict(release.env), "PYTHONDONTWRITEBYTECODE": "1"}
+    """The run's environment: the release's variables, and the ``ci`` Hypothesis profile
+    (derandomized: the same draws on every run) unless the caller chose one."""
+    return {
+        "HYPOTHESIS_PROFILE": "ci",
+        **os.environ,
+        **dict(release.env),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 def build_ptrport(into: Path) -> Path:
@@ -593,7 +716,7 @@ def run_release(
             message = str(result.get("message") or "")
         rows.append(
             Row(e.engine, e.version, e.test, e.backend, seconds, e.reason, e.path, e.expected,
-                outcome, message)
+                outcome, message, pattern=e.message)
         )  # fmt: skip
     return rows, wall
 
@@ -601,7 +724,7 @@ def run_release(
 def skipped_rows(expectations: Iterable[Expectation], why: str) -> list[Row]:
     return [
         Row(e.engine, e.version, e.test, e.backend, 0.0, e.reason, e.path, e.expected,
-            "skipped", why, installed=False)
+            "skipped", why, installed=False, pattern=e.message)
         for e in expectations
     ]  # fmt: skip
 
@@ -684,6 +807,61 @@ def cache_size(cache: Path) -> int:
     return total
 
 
+class DiskPeak:
+    """The most the disk holding ``where`` filled beyond what it held at the start, sampled
+    every ``every_s`` seconds on a thread of its own while the run builds and runs (whatever
+    writes there counts: the virtualenvs, pip's unpacked wheels, the reports)."""
+
+    def __init__(self, where: Path, every_s: float = 0.5) -> None:
+        self._where = where
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self.start = self._used()
+        self.peak = self.start
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _used(self) -> int:
+        where = self._where
+        while not where.exists():
+            where = where.parent
+        return shutil.disk_usage(where).used
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self._every_s):
+            self.peak = max(self.peak, self._used())
+
+    def __enter__(self) -> DiskPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._used())
+
+    @property
+    def grew(self) -> int:
+        """Bytes: the peak over the start."""
+        return self.peak - self.start
+
+
+def by_base(releases: Sequence[Release]) -> list[Release]:
+    """The releases, those over one base together (bases in the order they first appear), so
+    that a run that prunes holds one base at a time."""
+    order = {name: n for n, name in reversed(list(enumerate(r.base.name for r in releases)))}
+    return sorted(releases, key=lambda release: order[release.base.name])
+
+
+def prune(cache: Path, releases: Sequence[Release], number: int) -> None:
+    """Removes the virtualenv of the ``number``-th of ``releases`` (grouped by base), and its
+    base's when it is the last over it."""
+    release = releases[number]
+    shutil.rmtree(cache / release.name, ignore_errors=True)
+    last = number + 1 == len(releases) or releases[number + 1].base != release.base
+    if last:
+        shutil.rmtree(cache / "bases" / release.base.name, ignore_errors=True)
+
+
 def only_engines(
     releases: list[Release], spec: str | None, parser: argparse.ArgumentParser, listed_in: str
 ) -> list[Release]:
@@ -709,6 +887,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, help="write the table per path, as Markdown")
     parser.add_argument("--engine", help="only these engines (comma-separated)")
     parser.add_argument("--cache", type=Path, default=CACHE, help=f"virtualenvs (default {CACHE})")
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove each base and its releases' virtualenvs once they have run (a disk that "
+        "holds one base at a time, such as a hosted runner's)",
+    )
     parser.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
@@ -716,14 +900,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CorpusError as exc:
         print(f"real_engine_runs.py: {exc}", file=sys.stderr)
         return 2
-    releases = only_engines(releases, args.engine, parser, "engines.toml")
+    releases = by_base(only_engines(releases, args.engine, parser, "engines.toml"))
     cache = args.cache.expanduser()
     start = time.perf_counter()
     runs: list[ReleaseRun] = []
-    with tempfile.TemporaryDirectory(prefix="ptrport-engine-runs-") as scratch_name:
+    disk = DiskPeak(cache)
+    with disk, tempfile.TemporaryDirectory(prefix="ptrport-engine-runs-") as scratch_name:
         scratch = Path(scratch_name)
         wheel: Path | None = None
-        for release in releases:
+        for number, release in enumerate(releases):
+            if args.prune and number:
+                prune(cache, releases, number - 1)
             listed = [
                 e
                 for e in expectations
@@ -760,6 +947,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{run.install_s:.1f} s: {release.installed_as()})",
                 flush=True,
             )
+        if args.prune and releases:
+            prune(cache, releases, len(releases) - 1)
     total = time.perf_counter() - start
     for run in runs:
         for row in run.rows:
@@ -769,15 +958,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     ran = [row for row in rows if row.installed]
     unexpected = [row for row in rows if row.unexpected]
     for row in unexpected:
+        what = (
+            f"failed for another reason ({row.wrong_reason})"
+            if row.wrong_reason
+            else f"{row.outcome}, expected {row.expected}"
+        )
         print(
-            f"UNEXPECTED {row.engine} {row.version} {row.test} on {row.backend}: "
-            f"{row.outcome}, expected {row.expected} ({row.reason})"
-            + (f": {row.message.splitlines()[0]}" if row.message else "")
+            f"UNEXPECTED {row.engine} {row.version} {row.test} on {row.backend}: {what} "
+            f"({row.reason})" + (f": {row.message.splitlines()[0]}" if row.message else "")
         )
     checks_s = sum(row.seconds for row in ran)
     print(
         f"{len(ran)} checks, {checks_s / max(len(ran), 1):.2f} s per check; whole run "
         f"{total:.1f} s; cache {cache_size(cache) / 2**30:.1f} GiB in {cache}"
+        + (", pruned" if args.prune else "")
+    )
+    print(f"disk: at most {disk.grew / 2**30:.1f} GiB more than at the start, during the run")
+    engines = {release.engine for release in releases}
+    pairs, found = counted_paths(e for e in expectations if e.engine in engines)
+    print(
+        f"paths: {len(pairs)} release pairs from {len({engine for engine, _ in pairs})} engines, "
+        f"{len(found)} open findings"
+        + "".join(f"\n  open: {engine} {path} in {version}" for engine, path, version in found)
     )
     if args.json:
         args.json.write_text(json.dumps([row.as_json() for row in rows], indent=1) + "\n")

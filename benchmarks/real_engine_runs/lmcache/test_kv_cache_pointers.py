@@ -1,28 +1,38 @@
 # LMCache's SGLang connector table of KV cache addresses at high device addresses.
 #
 # For SGLang, LMCache's ``CreateGPUConnector`` (lmcache/v1/gpu_connector/__init__.py) builds a
-# connector whose ``_initialize_pointers`` (called first thing by ``to_gpu`` / ``from_gpu``)
-# writes every key and value buffer's ``data_ptr()`` into the host tensor
-# ``kv_cache_pointers`` through its numpy view; the native transfer kernels then read that
-# table. Up to 0.4.7 every accelerator, Intel GPUs included, got ``SGLangGPUConnector``, whose
-# table is int64: an address at or above 2**63 cannot be stored. From 0.5.0 (LMCache #3121,
-# built on the XPU kernels of #2902) an Intel GPU gets ``SGLangXPUConnector``, whose table is
-# uint64.
+# connector whose ``_initialize_pointers`` (called first thing by ``from_gpu``, a store, and
+# ``to_gpu``, a retrieve) writes every key and value buffer's ``data_ptr()`` into the host tensor
+# ``kv_cache_pointers`` through its numpy view, checks that the buffers live on the device,
+# copies the table there, and hands that copy to the native transfer kernel. Up to 0.4.7 every
+# accelerator, Intel GPUs included, got ``SGLangGPUConnector``, whose table is int64 (an address
+# at or above 2**63 cannot be stored: gpu_connectors.py:1482) and whose device check asks for
+# CUDA (:1485), so SGLang on an Intel GPU failed there at any address. From 0.5.0 (LMCache
+# #3121, built on the XPU kernels of #2902) an Intel GPU gets ``SGLangXPUConnector``, whose
+# table is uint64 (xpu_connectors.py:1309) and whose device check asks for XPU (:1310).
 #
 # Here LMCache's dispatch is told it runs on an Intel GPU (``torch_device_type`` = "xpu"), the
 # buffers are real CPU tensors, placed at 2**63, across it and at the top of the 64-bit space
-# with ``ptrport_device.place()`` (or as the backend presents them), and the test checks the
-# addresses the table holds, read as uint64. On CPU memory the connector stops right after
-# filling the table, at its check that the buffers live on the device (it would build the
-# device copy of the table next): that assertion is expected here and nothing else is.
+# with ``ptrport_device.place()`` (or as the backend presents them), and each test makes one
+# store and one retrieve of a chunk through the connector, as LMCache's cache engine does,
+# checking after each the addresses the table holds, read as uint64.
 #
-# No kernel reads the table on CPU: LMCache's own transfer kernels are native (CUDA / SYCL),
-# and its pure-torch fallback turns table entries back into tensors with ctypes, which would
-# dereference a presented address directly. So the check is on the table itself.
+# Where it stops: the device check. It asks whether the buffers are on the device, which is
+# about the device, not about addresses: an Intel GPU's buffers pass it, CPU tensors cannot,
+# and no torch build that runs here can make an XPU tensor or the table's XPU copy. So the
+# request is expected to end at exactly one assertion: the one in ``_initialize_pointers``
+# whose line checks ``device.type == "xpu"`` (0.5.6's, which the buffers of the scenario
+# pass). Any other exception fails the test, 0.4.7's CUDA-only check included: an Intel GPU's
+# buffers fail that one too. Not run, then: the table's device copy (uint64 to uint64, bit for
+# bit) and the kernel that reads it. LMCache's transfer kernels are native (CUDA / SYCL), and
+# its pure-torch fallback turns table entries back into tensors with ctypes, which would
+# dereference a placed address.
 #
 # Run (from this folder, with LMCache's venv):
 #   CUDA_VISIBLE_DEVICES= python -m pytest -q -p no:cacheprovider \
 #       --backend=cpu,cpu-usm,cpu-tbi,cpu-placed
+
+import traceback
 
 import lmcache.v1.gpu_connector as gpu_connector
 import numpy as np
@@ -30,7 +40,13 @@ import pytest
 import torch
 from lmcache.utils import EngineType
 from lmcache.v1.config import LMCacheEngineConfig
+from lmcache.v1.memory_management import MemoryFormat
 from lmcache.v1.metadata import LMCacheMetadata
+
+try:  # 0.5.x
+    from lmcache.v1.memory_allocators.ad_hoc_memory_allocator import AdHocMemoryAllocator
+except ImportError:  # 0.4.x
+    from lmcache.v1.memory_management import AdHocMemoryAllocator
 
 pytestmark = pytest.mark.ptrport
 
@@ -44,6 +60,10 @@ NUM_HEADS = 2
 HEAD_SIZE = 8
 PAGE_TOKENS = 64  # tokens held by each layer's key (and value) buffer
 DTYPE = torch.float16
+
+# The source line of the one assertion a request may end at: the connector's check that the
+# KV buffers live on an Intel GPU (xpu_connectors.py:1310 in 0.5.6).
+XPU_DEVICE_CHECK = 'device.type == "xpu"'
 
 
 @pytest.fixture
@@ -64,6 +84,16 @@ def connector(monkeypatch):
     made = gpu_connector.CreateGPUConnector(config, metadata, EngineType.SGLANG)
     assert made.kv_cache_pointers.numel() == 2 * NUM_LAYERS
     return made
+
+
+@pytest.fixture
+def chunk(connector):
+    """One chunk in LMCache's host format for the connector (KV_2LTD), from LMCache's own
+    allocator; invalidated afterwards so that nothing frees it twice."""
+    allocator = AdHocMemoryAllocator(device="cpu")
+    made = allocator.allocate(connector.get_shape(CHUNK_SIZE), DTYPE, fmt=MemoryFormat.KV_2LTD)
+    yield made
+    made.invalidate()
 
 
 def _make_kv_caches(device: torch.device) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -93,16 +123,31 @@ def _addresses(where: str, buffers: list[torch.Tensor]) -> list[int]:
     return [last - (len(buffers) - 1 - i) * span for i in range(len(buffers))]
 
 
-def _fill_table(connector, keys: list[torch.Tensor], values: list[torch.Tensor]) -> list[int]:
-    """LMCache fills the table; its table read back as the uint64 addresses it holds."""
-    table = connector.kv_cache_pointers
+def _up_to_the_device_check(request) -> None:
+    """Runs ``request`` (a store or a retrieve on the connector), which must end at the
+    connector's XPU device check and nowhere else (see the header)."""
     try:
-        connector._initialize_pointers([keys, values])
+        request()
     except AssertionError as refused:
-        # CPU memory: refused after the table was written, before the device copy is made.
-        if "device should be" not in str(refused):
+        where = traceback.extract_tb(refused.__traceback__)[-1]
+        if where.name != "_initialize_pointers" or XPU_DEVICE_CHECK not in (where.line or ""):
             raise
-    return table.cpu().numpy().view(np.uint64).tolist()
+    else:
+        pytest.fail("the connector went past its XPU device check with CPU buffers")
+
+
+def _table(connector) -> list[int]:
+    return connector.kv_cache_pointers.cpu().numpy().view(np.uint64).tolist()
+
+
+def _store_and_retrieve(connector, chunk, keys, values, expected: list[int]) -> None:
+    """A store of the chunk's tokens (``from_gpu``), then their retrieve (``to_gpu``), as
+    LMCache's cache engine calls them; after each, the table holds every buffer's address."""
+    request = {"kvcaches": [keys, values], "slot_mapping": torch.arange(CHUNK_SIZE)}
+    for direction in (connector.from_gpu, connector.to_gpu):
+        connector.kv_cache_pointers.zero_()
+        _up_to_the_device_check(lambda d=direction: d(chunk, 0, CHUNK_SIZE, **request))
+        assert _table(connector) == expected
 
 
 @pytest.mark.parametrize(
@@ -113,7 +158,7 @@ def _fill_table(connector, keys: list[torch.Tensor], values: list[torch.Tensor])
         pytest.param("top", id="at_top"),
     ],
 )
-def test_table_of_placed_kv_caches(ptrport_device, connector, where):
+def test_table_of_placed_kv_caches(ptrport_device, connector, chunk, where):
     keys, values = _make_kv_caches(ptrport_device.device)
     buffers = keys + values
     placed = _addresses(where, buffers)
@@ -123,13 +168,13 @@ def test_table_of_placed_kv_caches(ptrport_device, connector, where):
     if where == "top":
         assert placed[-1] + _nbytes(buffers[-1]) == TOP
 
-    assert _fill_table(connector, keys, values) == placed
+    _store_and_retrieve(connector, chunk, keys, values, placed)
 
 
-def test_table_of_presented_kv_caches(ptrport_device, connector):
+def test_table_of_presented_kv_caches(ptrport_device, connector, chunk):
     """Nothing placed: the addresses are the ones the backend presents (the CPU's own on
-    ``cpu``, upper-half on ``cpu-usm`` and ``cpu-tbi``, drawn on ``cpu-placed``)."""
+    ``cpu`` and ``cpu-placed``, upper-half on ``cpu-usm`` and ``cpu-tbi``)."""
     keys, values = _make_kv_caches(ptrport_device.device)
     expected = [t.data_ptr() for t in keys + values]
     assert all(0 < address < TOP for address in expected)
-    assert _fill_table(connector, keys, values) == expected
+    _store_and_retrieve(connector, chunk, keys, values, expected)

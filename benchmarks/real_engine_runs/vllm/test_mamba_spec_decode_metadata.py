@@ -5,9 +5,12 @@
 # and each group's block-table ``data_ptr()`` in int64 metadata tensors; its fused Triton kernels
 # (``precopy_mamba_align_fused_kernel`` and ``postprocess_mamba_fused_kernel``, both copying
 # through ``_copy_mamba_state_block``) turn those values back into pointers. Releases from
-# vLLM #48109 on store each address through ``_reinterpret_u64_as_i64`` (the same 64 bits as a
-# signed value); earlier ones assign the raw ``data_ptr()`` into the int64 tensor, which
-# overflows for an address >= 2**63 (vLLM #48059).
+# vLLM #48109 on (0.30.0 here) store each address through ``_reinterpret_u64_as_i64`` (the same
+# 64 bits as a signed value); earlier ones assign the raw ``data_ptr()`` into the int64 tensor,
+# which overflows for an address >= 2**63 (vLLM #48059): 0.28.0, the first release here with the
+# V2 entry points ``run_fused_precopy`` / ``run_fused_postprocess_align``, at
+# ``initialize_from_forward_context`` (mamba_utils.py:783 for the states, :871 for the block
+# tables). 0.23.0 has neither entry point, so these tests do not apply to it.
 #
 # vLLM's own unit tests check the metadata with a wrapper whose ``data_ptr()`` returns a fake
 # high address, so no kernel ever runs there. Here ``ptrport_device.place()`` presents real
@@ -23,6 +26,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 import vllm.model_executor.layers.mamba.mamba_utils as layer_mamba_utils
+import vllm.v1.worker.mamba_utils as worker_mamba_utils
 from vllm.model_executor.layers.mamba.mamba_utils import (
     get_conv_copy_spec,
     get_temporal_copy_spec,
@@ -100,12 +104,28 @@ def _block_id(slot: int, col: int, cfg: _TestConfig = CFG) -> int:
     return 1 + slot * cfg.max_blocks_per_req + col
 
 
-def _make_block_table(cfg: _TestConfig, device: torch.device) -> torch.Tensor:
+def _make_block_table(
+    cfg: _TestConfig, device: torch.device, row_slots: list[int] | None = None
+) -> torch.Tensor:
+    """The block table, row ``i`` holding the blocks of request slot ``row_slots[i]`` (slot
+    ``i`` by default)."""
     table = torch.zeros(cfg.max_num_reqs, cfg.max_blocks_per_req, dtype=torch.int32)
-    for slot in range((cfg.num_blocks - 1) // cfg.max_blocks_per_req):
+    if row_slots is None:
+        row_slots = list(range(cfg.max_num_reqs))
+    for row, slot in enumerate(row_slots):
+        if slot >= (cfg.num_blocks - 1) // cfg.max_blocks_per_req:
+            continue
         for col in range(cfg.max_blocks_per_req):
-            table[slot, col] = _block_id(slot, col, cfg)
+            table[row, col] = _block_id(slot, col, cfg)
     return table.to(device)
+
+
+def _block_table_in_batch_order() -> bool:
+    """Whether this release's postprocess kernel reads the block table by batch row under
+    ``idx_mapping`` (0.28.0 and 0.30.0: their V2 runner hands it a batch-ordered table), not
+    by request slot as 0.34.0 does."""
+    source = inspect.getsource(worker_mamba_utils)
+    return "bt_row_idx = batch_idx if HAS_IDX_MAPPING else req_idx" in source
 
 
 def _make_gpu_ctx(
@@ -234,7 +254,11 @@ def test_postprocess_align_placed_states_and_block_table(ptrport_device):
     order that differs from the request-slot order (``idx_mapping``)."""
     device = ptrport_device.device
     conv, temporal = _make_states(CFG, device)
-    block_table = _make_block_table(CFG, device)
+    idx_mapping = torch.tensor([2, 0, 1], dtype=torch.int32)
+    row_slots = None
+    if _block_table_in_batch_order():
+        row_slots = idx_mapping.tolist() + list(range(len(idx_mapping), CFG.max_num_reqs))
+    block_table = _make_block_table(CFG, device, row_slots)
     conv_at = AT_2_63 - _nbytes(conv) // 2 // 64 * 64  # straddles 2**63
     temporal_at = AT_2_63 + (1 << 16)
     table_at = _top_address(block_table)
@@ -268,7 +292,6 @@ def test_postprocess_align_placed_states_and_block_table(ptrport_device):
     }
     for slot, (col, computed, accepted) in slots.items():
         state_idx[slot], new_computed[slot], num_accepted[slot] = col, computed, accepted
-    idx_mapping = torch.tensor([2, 0, 1], dtype=torch.int32)
     num_accepted_gpu = num_accepted.to(device)
 
     ctx.run_fused_postprocess_align(
