@@ -17,6 +17,7 @@ import yaml
 from ptrport.report import platforms
 from ptrport.report.platform_report import by_platform, load_reports
 from ptrport.report.platforms import KINDS
+from tests import benchmark_scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -337,13 +338,30 @@ def test_nightly_runs_the_real_engines_and_uploads_their_rows_whatever_happened(
     nightly: dict[str, Any],
 ) -> None:
     job = nightly["jobs"]["engines"]
-    command = "python benchmarks/real_engine_runs.py --require --json real-engine-runs.json"
+    command = "python benchmarks/real_engine_runs.py --require --prune --json real-engine-runs.json"
     run = running(job, command)
     upload = one_step_using(job, "actions/upload-artifact")
     assert always(upload) and upload["with"]["path"] == "real-engine-runs.json"
     assert job["steps"].index(run) < job["steps"].index(upload)
     # On GitHub's runners `torch==X` would be a CUDA build of gigabytes per base.
     assert job["env"]["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+
+
+def test_the_nightly_real_engine_runs_fit_a_runner_and_are_the_same_every_night(
+    nightly: dict[str, Any],
+) -> None:
+    """The disk: one base at a time (--prune, above), no pip cache, no wheels kept. The
+    draws: the ci profile. The outcomes: every base's Triton pinned, as is torch."""
+    job = nightly["jobs"]["engines"]
+    assert job["env"]["HYPOTHESIS_PROFILE"] == "ci"
+    runs = benchmark_scripts.load("real_engine_runs")
+    assert "--no-cache-dir" in runs.PIP_INSTALL
+    releases = runs.parse_engines((runs.CORPUS / "engines.toml").read_text(), "engines.toml")
+    for base in {release.base for release in releases}:
+        packages = {runs._normalized(p): p for p in base.packages}
+        if base.requirements_of:
+            continue  # the engine's own pins (vLLM pins torch, which pins Triton)
+        assert "==" in packages["triton"] and "==" in packages["torch"], base
 
 
 def test_ci_runs_on_pull_requests_and_pushes_to_main(ci: dict[str, Any]) -> None:
