@@ -35,8 +35,6 @@ from sglang.srt.disaggregation.nixl import conn
 
 pytestmark = pytest.mark.ptrport
 
-TOP = 1 << 64
-AT_2_63 = 1 << 63
 
 LAYERS = 3  # MLA: one KV buffer per layer
 PAGE = 4
@@ -53,20 +51,6 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.untyped_storage().nbytes()
 
 
-def _place(ptrport_device, tensors, where):
-    if where == "2**63":
-        at = AT_2_63
-        for t in tensors:
-            ptrport_device.place(t, at=at)
-            at += (_nbytes(t) + 4096) // 64 * 64
-    elif where == "top":
-        below = TOP
-        for t in reversed(tensors):
-            at = (below - _nbytes(t)) // 64 * 64
-            ptrport_device.place(t, at=at)
-            below = at - 4096
-
-
 @pytest.mark.parametrize(
     "where",
     [
@@ -75,7 +59,7 @@ def _place(ptrport_device, tensors, where):
         pytest.param(None, id="as_allocated"),
     ],
 )
-def test_dcp_transfer_on_xpu(ptrport_device, nixl_agent, where):
+def test_dcp_transfer_on_xpu(ptrport_device, place_in_a_row, nixl_agent, where):
     if "device_type" not in inspect.signature(dcp_pack.init_dcp_pack_buffers).parameters:
         pytest.skip("this release allocates DCP pack buffers on cuda:N whatever the device")
     device = ptrport_device.device
@@ -87,7 +71,7 @@ def test_dcp_transfer_on_xpu(ptrport_device, nixl_agent, where):
     src = [kv(SLOTS) for _ in range(LAYERS)]
     dst = {rank: [kv(SLOTS_DST) for _ in range(LAYERS)] for rank in range(DCP)}
     tensors = [*src, *dst[0], *dst[1]]
-    _place(ptrport_device, tensors, where)
+    place_in_a_row(tensors, where)
     before = {rank: [t.clone() for t in ts] for rank, ts in dst.items()}
 
     token_bytes = ROW * 2

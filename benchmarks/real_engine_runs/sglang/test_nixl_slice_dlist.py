@@ -48,8 +48,6 @@ from sglang.srt.disaggregation.nixl import conn
 
 pytestmark = pytest.mark.ptrport
 
-TOP = 1 << 64
-AT_2_63 = 1 << 63
 
 LAYERS = 2
 PAGE = 4  # tokens per slot
@@ -64,22 +62,6 @@ DST_PAGES = np.array([3, 0], dtype=np.int32)
 
 def _nbytes(t: torch.Tensor) -> int:
     return t.untyped_storage().nbytes()
-
-
-def _place(ptrport_device, tensors, where):
-    """From 2**63 upwards, or downwards from the top of the address space (the last
-    tensor ending exactly at 2**64)."""
-    if where == "2**63":
-        at = AT_2_63
-        for t in tensors:
-            ptrport_device.place(t, at=at)
-            at += (_nbytes(t) + 4096) // 64 * 64
-    elif where == "top":
-        below = TOP
-        for t in reversed(tensors):
-            at = (below - _nbytes(t)) // 64 * 64
-            ptrport_device.place(t, at=at)
-            below = at - 4096
 
 
 def _kv(gen, device, slots, heads, *, tokens_first=False):
@@ -137,13 +119,15 @@ PLACEMENTS = [
 
 @pytest.mark.parametrize("where", PLACEMENTS)
 @pytest.mark.parametrize("nixl", ["strided", "per_block"], ids=["nixl_strided", "nixl_per_block"])
-def test_slice_transfer_to_two_decode_ranks(ptrport_device, nixl_agent, nixl, where):
+def test_slice_transfer_to_two_decode_ranks(
+    ptrport_device, place_in_a_row, nixl_agent, nixl, where
+):
     device = ptrport_device.device
     gen = torch.Generator().manual_seed(3)
     src = [_kv(gen, device, SLOTS, HEADS) for _ in range(2 * LAYERS)]  # K of each layer, then V
     dst = {rank: [_kv(gen, device, SLOTS_DST, 1) for _ in range(2 * LAYERS)] for rank in (0, 1)}
     tensors = [*src, *dst[0], *dst[1]]
-    _place(ptrport_device, tensors, where)
+    place_in_a_row(tensors, where)
     before = {rank: [t.clone() for t in ts] for rank, ts in dst.items()}
 
     agent = nixl_agent(tensors, strided=nixl == "strided")
@@ -199,7 +183,9 @@ def _staging_buffer(buffer: torch.Tensor):
 
 
 @pytest.mark.parametrize("where", STAGED_PLACEMENTS)
-def test_staged_transfer_to_two_decode_ranks(ptrport_device, nixl_agent, cuda_stand_in, where):
+def test_staged_transfer_to_two_decode_ranks(
+    ptrport_device, place_in_a_row, nixl_agent, cuda_stand_in, where
+):
     device = ptrport_device.device
     gen = torch.Generator().manual_seed(5)
     k = [_kv(gen, device, SLOTS, HEADS, tokens_first=True) for _ in range(LAYERS)]
@@ -215,11 +201,11 @@ def test_staged_transfer_to_two_decode_ranks(ptrport_device, nixl_agent, cuda_st
     stagings = [prefill_staging, *decode_staging.values()]
     tensors = [*k, *v, *dst[0], *dst[1], *stagings]
     if where in ("2**63", "top"):
-        _place(ptrport_device, tensors, where)
+        place_in_a_row(tensors, where)
     elif where == "staging":
-        _place(ptrport_device, stagings, "2**63")
+        place_in_a_row(stagings, "2**63")
     elif where == "decode_staging":
-        _place(ptrport_device, list(decode_staging.values()), "top")
+        place_in_a_row(list(decode_staging.values()), "top")
     before = {rank: [t.clone() for t in ts] for rank, ts in dst.items()}
 
     agent = nixl_agent(tensors)

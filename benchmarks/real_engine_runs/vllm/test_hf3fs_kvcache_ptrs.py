@@ -31,8 +31,6 @@ from vllm.distributed.kv_transfer.kv_connector.v1.hf3fs.utils.gather_scatter_hel
 
 pytestmark = pytest.mark.ptrport
 
-TOP = 1 << 64
-AT_2_63 = 1 << 63
 
 LAYERS = 2
 BLOCKS = 6
@@ -59,24 +57,6 @@ class _AsyncOperationManager:
         pass
 
 
-def _nbytes(t: torch.Tensor) -> int:
-    return t.untyped_storage().nbytes()
-
-
-def _place(ptrport_device, tensors, where):
-    if where == "2**63":
-        at = AT_2_63
-        for t in tensors:
-            ptrport_device.place(t, at=at)
-            at += (_nbytes(t) + 4096) // 64 * 64
-    elif where == "top":
-        below = TOP
-        for t in reversed(tensors):
-            at = (below - _nbytes(t)) // 64 * 64
-            ptrport_device.place(t, at=at)
-            below = at - 4096
-
-
 def _connector(tmp_path):
     connector = object.__new__(hf3fs_connector.HF3FSKVConnector)
     connector._storage_path = str(tmp_path)
@@ -95,7 +75,9 @@ def _connector(tmp_path):
         pytest.param(None, id="presented"),
     ],
 )
-def test_register_then_gather_and_scatter(ptrport_device, monkeypatch, tmp_path, where):
+def test_register_then_gather_and_scatter(
+    ptrport_device, place_in_a_row, monkeypatch, tmp_path, where
+):
     device = ptrport_device.device
     monkeypatch.setattr(hf3fs_connector, "get_tensor_model_parallel_rank", lambda: 0)
     monkeypatch.setattr(hf3fs_connector, "Hf3fsMetadataClient", _MetadataClient)
@@ -106,7 +88,7 @@ def test_register_then_gather_and_scatter(ptrport_device, monkeypatch, tmp_path,
         torch.randn(BLOCKS, HEADS, BLOCK_SIZE, CONTENT, generator=gen).to(DTYPE).to(device)
         for _ in range(LAYERS)
     ]
-    _place(ptrport_device, caches, where)
+    place_in_a_row(caches, where)
     before = [c.clone() for c in caches]
 
     connector = _connector(tmp_path)

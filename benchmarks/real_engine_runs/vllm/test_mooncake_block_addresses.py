@@ -45,8 +45,6 @@ from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCache
 
 pytestmark = pytest.mark.ptrport
 
-TOP = 1 << 64
-AT_2_63 = 1 << 63
 
 LAYERS = 2
 BLOCKS = 8
@@ -197,20 +195,6 @@ def _worker(name: str, port: int, engine: _TransferEngine) -> mc.MooncakeConnect
     return worker
 
 
-def _place(ptrport_device, tensors, where):
-    if where == "2**63":
-        at = AT_2_63
-        for t in tensors:
-            ptrport_device.place(t, at=at)
-            at += (_nbytes(t) + 4096) // 64 * 64
-    elif where == "top":
-        below = TOP
-        for t in reversed(tensors):
-            at = (below - _nbytes(t)) // 64 * 64
-            ptrport_device.place(t, at=at)
-            below = at - 4096
-
-
 async def _pull(p_worker, d_worker, channel, transfer_id, d_req_id):
     """D pulls the request's blocks from P, each running its own code on its side."""
     p_worker.sender_loop = asyncio.get_running_loop()
@@ -248,7 +232,7 @@ async def _pull(p_worker, d_worker, channel, transfer_id, d_req_id):
         pytest.param(None, id="presented"),
     ],
 )
-def test_decode_pulls_prefill_blocks(ptrport_device, monkeypatch, where):
+def test_decode_pulls_prefill_blocks(ptrport_device, place_in_a_row, monkeypatch, where):
     device = ptrport_device.device
     gen = torch.Generator().manual_seed(11)
 
@@ -260,7 +244,7 @@ def test_decode_pulls_prefill_blocks(ptrport_device, monkeypatch, where):
     p_caches = [kv_cache() for _ in LAYER_NAMES]
     d_caches = [kv_cache() for _ in LAYER_NAMES]
     tensors = [*p_caches, *d_caches]
-    _place(ptrport_device, tensors, where)
+    place_in_a_row(tensors, where)
     p_before = [t.clone() for t in p_caches]
     d_before = [t.clone() for t in d_caches]
 
