@@ -1,6 +1,7 @@
 # What the corpus's tests of every engine share: where they place a row of tensors.
 
 import pytest
+import torch
 
 TOP = 1 << 64
 AT_2_63 = 1 << 63
@@ -33,3 +34,29 @@ def place_in_a_row(ptrport_device):
                 below = at - GAP
 
     return place
+
+
+class _Memory:
+    """Tensors looked up by address, as a DMA engine or a transfer agent sees the memory that
+    was registered with it: a descriptor's bytes are found in the tensor whose storage holds
+    them (never read at the address itself, which may be a placed one)."""
+
+    def __init__(self, tensors):
+        self.regions = [(t.untyped_storage().data_ptr(), _nbytes(t), t) for t in tensors]
+
+    def bytes_at(self, address, length):
+        for base, size, tensor in self.regions:
+            if base <= address and address + length <= base + size:
+                offset = address - base
+                return tensor.view(-1).view(torch.uint8)[offset : offset + length]
+        raise AssertionError(
+            f"descriptor {address:#x}+{length} lies in no registered memory: "
+            + ", ".join(f"[{b:#x}, {b + s:#x})" for b, s, _ in self.regions)
+        )
+
+
+@pytest.fixture
+def memory_of():
+    """``memory_of(tensors)``: those tensors as registered memory, with ``bytes_at(address,
+    length)`` (a uint8 view of the bytes there) and ``regions`` (base, size, tensor)."""
+    return _Memory

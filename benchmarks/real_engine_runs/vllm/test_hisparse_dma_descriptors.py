@@ -155,28 +155,11 @@ def _place(ptrport_device, resident, host, where):
             below -= GAP
 
 
-class _Memory:
-    """The caches, looked up by address: what the DMA engine would see."""
-
-    def __init__(self, tensors):
-        self.regions = [(t.data_ptr(), _nbytes(t), t) for t in tensors]
-
-    def bytes_at(self, address: int, length: int) -> torch.Tensor:
-        for base, size, t in self.regions:
-            if base <= address and address + length <= base + size:
-                offset = address - base
-                return t.view(-1).view(torch.uint8)[offset : offset + length]
-        raise AssertionError(
-            f"descriptor {address:#x}+{length} lies in no cache: "
-            + ", ".join(f"[{b:#x}, {b + s:#x})" for b, s, _ in self.regions)
-        )
-
-
 def _u64(t: torch.Tensor) -> list[int]:
     return t.numpy().view(np.uint64).tolist()
 
 
-def _carry_out(calls, memory: _Memory, where) -> list[tuple[int, int, int]]:
+def _carry_out(calls, memory, where) -> list[tuple[int, int, int]]:
     """Do what the recorded DMA calls asked; the (src, dst, size) descriptors, unsigned."""
     done = []
     for src, dst, sizes in calls:
@@ -243,7 +226,7 @@ WHERE = ["presented", "at_2_63", "host_at_2_63", "straddling_2_63", "at_top"]
 
 
 @pytest.mark.parametrize("where", WHERE)
-def test_row_mirror_dma(ptrport_device, dma_calls, where):
+def test_row_mirror_dma(ptrport_device, memory_of, dma_calls, where):
     """The forward's written rows, mirrored to the host cache (``_enqueue_row_dma``)."""
     worker, resident, host = _worker(ptrport_device, where)
     # Resident slots 5..7 (block 1, rows 1-3) to host rows 9..11; slot 12 (block 3, row 0)
@@ -257,7 +240,7 @@ def test_row_mirror_dma(ptrport_device, dma_calls, where):
     worker._enqueue_row_dma(range(LAYERS))
 
     assert len(dma_calls) == 1 and worker._dma_submitted
-    done = _carry_out(dma_calls, _Memory([*resident, *host]), where)
+    done = _carry_out(dma_calls, memory_of([*resident, *host]), where)
     row_bytes = ROW * resident[0].element_size()
     assert sorted(done) == sorted(
         (
@@ -281,7 +264,7 @@ def test_row_mirror_dma(ptrport_device, dma_calls, where):
 
 
 @pytest.mark.parametrize("where", WHERE)
-def test_page_spill_dma(ptrport_device, dma_calls, where):
+def test_page_spill_dma(ptrport_device, memory_of, dma_calls, where):
     """Whole pages spilled to the host cache after the forward (``_submit_transfers``, lazy
     host mirror: ``_enqueue_transfers``)."""
     worker, resident, host = _worker(ptrport_device, where)
@@ -292,7 +275,7 @@ def test_page_spill_dma(ptrport_device, dma_calls, where):
 
     assert len(dma_calls) == 1
     assert worker._enqueued_transfer_ids == [7, 8]
-    done = _carry_out(dma_calls, _Memory([*resident, *host]), where)
+    done = _carry_out(dma_calls, memory_of([*resident, *host]), where)
     page_bytes = BLOCK * ROW * resident[0].element_size()
     assert sorted(done) == sorted(
         (

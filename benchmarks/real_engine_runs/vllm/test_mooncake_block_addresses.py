@@ -63,23 +63,6 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.untyped_storage().nbytes()
 
 
-class _Memory:
-    """The registered tensors, looked up by address."""
-
-    def __init__(self, tensors):
-        self.regions = [(t.untyped_storage().data_ptr(), _nbytes(t), t) for t in tensors]
-
-    def bytes_at(self, address: int, length: int) -> torch.Tensor:
-        for base, size, t in self.regions:
-            if base <= address and address + length <= base + size:
-                offset = address - base
-                return t.view(-1).view(torch.uint8)[offset : offset + length]
-        raise AssertionError(
-            f"descriptor {address:#x}+{length} lies in no registered buffer: "
-            + ", ".join(f"[{b:#x}, {b + s:#x})" for b, s, _ in self.regions)
-        )
-
-
 class _TransferEngine:
     """Stands in for Mooncake's TransferEngine on both workers: records what is registered and
     written, and carries out each write through the registered tensors."""
@@ -232,7 +215,7 @@ async def _pull(p_worker, d_worker, channel, transfer_id, d_req_id):
         pytest.param(None, id="presented"),
     ],
 )
-def test_decode_pulls_prefill_blocks(ptrport_device, place_in_a_row, monkeypatch, where):
+def test_decode_pulls_prefill_blocks(ptrport_device, place_in_a_row, memory_of, monkeypatch, where):
     device = ptrport_device.device
     gen = torch.Generator().manual_seed(11)
 
@@ -255,7 +238,7 @@ def test_decode_pulls_prefill_blocks(ptrport_device, place_in_a_row, monkeypatch
     d_worker = _worker("decode", 6666, engine)
     p_worker.register_kv_caches(dict(zip(LAYER_NAMES, p_caches, strict=True)))
     d_worker.register_kv_caches(dict(zip(LAYER_NAMES, d_caches, strict=True)))
-    engine.memory = _Memory(tensors)
+    engine.memory = memory_of(tensors)
     assert engine.registered == [(t.data_ptr(), _nbytes(t)) for t in tensors]
     assert p_worker.kv_caches_base_addr == [t.data_ptr() for t in p_caches]
 
