@@ -890,8 +890,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--prune",
         action="store_true",
-        help="remove each base and its releases' virtualenvs once they have run (a disk that "
-        "holds one base at a time, such as a hosted runner's)",
+        help="remove each release's virtualenv once it has run, and its base's after the last "
+        "release over it (a disk that holds one base at a time, such as a hosted runner's)",
     )
     parser.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
