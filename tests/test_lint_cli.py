@@ -12,6 +12,8 @@ import pytest
 
 from ptrport.cli import main
 from ptrport.lint.checker import lint_paths
+from ptrport.lint.library import CONSTRUCTORS, FACTORIES, FILLED, PACKING, TYPED_TENSORS
+from ptrport.lint.sources import names_storage
 
 BROKEN = """\
 import torch
@@ -209,6 +211,45 @@ def test_the_command_resolves_imports_between_the_modules_of_a_directory_it_is_g
     assert main(["lint", "engine", "--format=json"]) == 1
     [finding] = json.loads(capsys.readouterr().out)["findings"]
     assert (finding["path"], finding["line"]) == ("engine/stage.py", 6)
+
+
+@pytest.mark.parametrize(
+    "sink",
+    [
+        "torch.tensor(addresses)",
+        "torch.as_tensor(addresses)",
+        "np.fromiter(addresses, np.int64)",
+        "torch.full((1,), addresses[0])",
+        "torch.LongTensor(addresses)",
+    ],
+)
+def test_a_file_whose_only_sink_stores_an_imported_address_is_read(
+    tmp_path: Path, sink: str
+) -> None:
+    # The file names no dtype: the address comes from a function of another module, the sink
+    # makes int64 (or a float) of it. Such a file is read once the import is known to give one.
+    _project(
+        tmp_path,
+        **{
+            "engine/__init__.py": "",
+            "engine/caches.py": "def kv_address(cache):\n    return cache.data_ptr()\n",
+            "engine/table.py": (
+                "import numpy as np\nimport torch\n\nfrom .caches import kv_address\n\n\n"
+                f"def table(caches):\n    addresses = [kv_address(c) for c in caches]\n"
+                f"    return {sink}\n"
+            ),
+        },
+    )
+    run = lint_paths([tmp_path / "engine"])
+    assert [(Path(f.path).name, f.line) for f in run.findings] == [("table.py", 9)]
+
+
+def test_every_call_that_makes_storage_keeps_an_unread_file_for_the_later_rounds() -> None:
+    calls = [*CONSTRUCTORS, *FACTORIES, *FILLED, *PACKING]
+    calls += [f"torch.{name}" for name in TYPED_TENSORS]
+    for call in calls:
+        source = f"x = {call.replace('numpy.', 'np.')}(y)\n"
+        assert names_storage(source), source
 
 
 def test_only_files_with_an_address_source_or_triton_are_parsed(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ptrport.errors import HarnessError
+from ptrport.lint.library import CONSTRUCTORS, FACTORIES, FILLED, PACKING
 from ptrport.lint.tree_index import ModuleFile, absolute
 
 TRIGGERS = (
@@ -56,9 +57,14 @@ _STORING_WORDS = (
     "Tensor(",
     "float(",
     "c_int",
+    *sorted(
+        {name.rsplit(".", 1)[-1] + "(" for name in (*CONSTRUCTORS, *FACTORIES, *FILLED, *PACKING)}
+    ),
 )
 """Words without which a file stores nothing where an address could not be held (read in a
-file that is not parsed: it needs parsing only where what it imports gives addresses)."""
+file that is not parsed: it needs parsing only where what it imports gives addresses). Each
+call of the library that makes or fills storage is among them (``tensor(`` for
+``torch.tensor(addresses)``, which makes int64 with no dtype named)."""
 _DEFINED = re.compile(r"def[ \t]+(\w+)")
 """A function defined (a method among them), by its name: a file that is not parsed is only
 searched for them (which takes a tenth of matching methods alone)."""
