@@ -296,10 +296,6 @@ def load(
 # --- source distributions ----------------------------------------------------------------------
 
 
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def sdist_link(document: Mapping[str, object], name: str, version: str) -> tuple[str, str]:
     """The URL and sha256 of the ``.tar.gz`` of ``name`` ``version`` on a simple page (its JSON
     form, PEP 691); :class:`engine_runs.CannotInstall` where the page lists none."""
@@ -311,7 +307,7 @@ def sdist_link(document: Mapping[str, object], name: str, version: str) -> tuple
         if not filename.endswith(".tar.gz"):
             continue
         project, _, release = filename.removesuffix(".tar.gz").rpartition("-")
-        if _normalized(project) != _normalized(name) or release != version:
+        if engine_runs._normalized(project) != engine_runs._normalized(name) or release != version:
             continue
         sha256 = (listed.get("hashes") or {}).get("sha256", "")
         if not sha256:
@@ -333,7 +329,7 @@ def _get(url: str, accept: str = "") -> bytes:
 
 def fetch_sdist(name: str, version: str, into: Path) -> Path:
     """The source distribution of ``name`` ``version``, kept under ``into`` (fetched once)."""
-    page = json.loads(_get(SIMPLE.format(name=_normalized(name)), SIMPLE_JSON))
+    page = json.loads(_get(SIMPLE.format(name=engine_runs._normalized(name)), SIMPLE_JSON))
     url, sha256 = sdist_link(page, name, version)
     path = into / url.rsplit("/", 1)[-1].split("#", 1)[0]
     if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:

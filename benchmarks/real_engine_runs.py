@@ -453,10 +453,12 @@ def _site_packages(venv: Path) -> Path:
 
 
 def _normalized(requirement: str) -> str:
+    """The project a requirement (or a bare name) names, normalized as the index's simple
+    pages name it (PEP 503)."""
     name = requirement
     for stop in "<>=!~;[ (":
         name = name.split(stop, 1)[0]
-    return name.strip().lower().replace("_", "-").replace(".", "-")
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
 
 
 def wheel_requirements(wheel: Path) -> list[str]:
@@ -473,25 +475,12 @@ def wheel_requirements(wheel: Path) -> list[str]:
 
 
 def _download(spec: str, downloads: Path) -> Path:
-    """The wheel of ``spec`` (``NAME==VERSION``), kept under ``downloads`` (pip finds it there
-    the next time and does not fetch it again)."""
+    """The wheel of ``spec`` (``NAME==VERSION``), under ``downloads`` until what it installs
+    is in place (:func:`_remove_wheels`)."""
     into = downloads / spec.replace("==", "-")
     into.mkdir(parents=True, exist_ok=True)
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--no-cache-dir",
-            "--no-deps",
-            spec,
-            "-d",
-            into,
-        ],
-        f"pip download {spec}",
-    )
+    command = ["pip", "download", "-q", "--no-cache-dir", "--no-deps", spec, "-d", str(into)]
+    _run([sys.executable, "-m", *command], f"pip download {spec}")
     wheels = sorted(into.glob("*.whl"))
     if not wheels:
         raise CannotInstall(f"pip download {spec}: no wheel (only a source distribution?)")

@@ -8,6 +8,18 @@ from pathlib import Path
 from types import ModuleType
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+TOY_ENGINES = """\
+[bases.here]
+packages = ["torch==2.13.0"]
+
+[[releases]]
+engine = "toy"
+version = "1.0"
+base = "here"
+deps = "none"
+env = { CUDA_VISIBLE_DEVICES = "" }
+"""
+"""The ``engines.toml`` of a toy corpus: one release over a base of this test run's torch."""
 
 
 def load(name: str) -> ModuleType:

@@ -24,17 +24,7 @@ runs = suites.engine_runs
 ROOT = Path(__file__).resolve().parent.parent
 SHIFTED = ("cpu-usm", "cpu-tbi", "cpu-placed")
 
-ENGINES = """\
-[bases.here]
-packages = ["torch==2.13.0"]
-
-[[releases]]
-engine = "toy"
-version = "1.0"
-base = "here"
-deps = "none"
-env = { CUDA_VISIBLE_DEVICES = "" }
-"""
+ENGINES = benchmark_scripts.TOY_ENGINES
 
 SUITE = """\
 [[files]]

@@ -27,16 +27,7 @@ INT64_ROW = (
     "1.0,test_table.py::test_table[int64],*,failed,table,toy #1: int64 overflows,"
     "OverflowError: Python int too large\n"
 )
-ENGINES = """\
-[bases.here]
-packages = ["torch==2.13.0"]
-
-[[releases]]
-engine = "toy"
-version = "1.0"
-base = "here"
-deps = "none"
-"""
+ENGINES = benchmark_scripts.TOY_ENGINES
 
 TOY_TEST = """\
 import numpy as np

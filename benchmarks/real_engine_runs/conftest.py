@@ -1,4 +1,5 @@
-# What the corpus's tests of every engine share: where they place a row of tensors.
+# What the corpus's tests of every engine share: where they place a row of tensors, and the
+# memory a stand-in for a transfer engine looks descriptors up in.
 
 import pytest
 import torch
@@ -13,25 +14,46 @@ def _nbytes(tensor):
     return tensor.untyped_storage().nbytes()
 
 
+def _addresses_in_a_row(sizes, where, *, align=64, gap=GAP):
+    """Where storages of ``sizes`` bytes go one after another, each at a multiple of
+    ``align``, at least ``gap`` bytes apart: ``"2**63"``, the first at 2**63; ``"across"``, the
+    middle one (``len(sizes) // 2``) at 2**63, those before it below; ``"top"``, the last ending
+    at 2**64 (its start rounded down to ``align``)."""
+    starts, offset = [], 0
+    for size in sizes:
+        starts.append(offset)
+        offset = -(-(offset + size + gap) // align) * align
+    if where == "2**63":
+        first = AT_2_63
+    elif where == "across":
+        first = AT_2_63 - starts[len(sizes) // 2]
+    elif where == "top":
+        first = (TOP - sizes[-1]) // align * align - starts[-1]
+    else:
+        raise ValueError(f"no row {where!r}: 2**63, across or top")
+    return [first + start for start in starts]
+
+
+@pytest.fixture
+def addresses_in_a_row():
+    """``addresses_in_a_row(sizes, where, align=64, gap=GAP)``: where storages of ``sizes``
+    bytes go in a row from 2**63 (``"2**63"``), across it (``"across"``) or up to 2**64
+    (``"top"``), for a test that places them itself."""
+    return _addresses_in_a_row
+
+
 @pytest.fixture
 def place_in_a_row(ptrport_device):
-    """``place_in_a_row(tensors, where)`` places ``tensors`` one after another with ``GAP``
-    bytes between them: ``"2**63"``, the first at 2**63 and the rest above it; ``"top"``, the
-    last ending at 2**64 (give or take its 64-byte alignment) and the rest below it; any other
-    ``where`` leaves them where the backend presents them."""
+    """``place_in_a_row(tensors, where)`` places ``tensors`` one after another as
+    :func:`addresses_in_a_row` puts them; a ``where`` that names no row (``None``,
+    ``"presented"``) leaves them where the backend presents them."""
 
     def place(tensors, where):
-        if where == "2**63":
-            at = AT_2_63
-            for tensor in tensors:
-                ptrport_device.place(tensor, at=at)
-                at += (_nbytes(tensor) + GAP) // 64 * 64
-        elif where == "top":
-            below = TOP
-            for tensor in reversed(tensors):
-                at = (below - _nbytes(tensor)) // 64 * 64
-                ptrport_device.place(tensor, at=at)
-                below = at - GAP
+        if where not in ("2**63", "across", "top"):
+            return
+        sizes = [_nbytes(tensor) for tensor in tensors]
+        for tensor, at in zip(tensors, _addresses_in_a_row(sizes, where), strict=True):
+            ptrport_device.place(tensor, at=at)
 
     return place
 

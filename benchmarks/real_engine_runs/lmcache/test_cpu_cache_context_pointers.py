@@ -58,7 +58,6 @@ for _lazy in (
         importlib.import_module(_lazy)
 
 TOP = 1 << 64
-AT_2_63 = 1 << 63
 GAP = 1 << 20
 
 NUM_LAYERS = 4
@@ -78,21 +77,6 @@ def _engine_kv_caches() -> list[torch.Tensor]:
 
 def _nbytes(t: torch.Tensor) -> int:
     return t.untyped_storage().nbytes()
-
-
-def _addresses(where: str, nbytes: int) -> list[int]:
-    """Where each mapping goes (all of one size, page-aligned as mmap returns them): from 2**63
-    up, across 2**63 (half below, half above), or packed below 2**64 with the last mapping
-    ending exactly there."""
-    span = (nbytes + GAP + 4095) // 4096 * 4096
-    if where == "2**63":
-        return [AT_2_63 + i * span for i in range(NUM_LAYERS)]
-    if where == "across":
-        first = AT_2_63 - NUM_LAYERS // 2 * span
-        return [first + i * span for i in range(NUM_LAYERS)]
-    last = TOP - nbytes
-    assert last % 4096 == 0
-    return [last - (NUM_LAYERS - 1 - i) * span for i in range(NUM_LAYERS)]
 
 
 @pytest.fixture
@@ -152,10 +136,12 @@ def _context(wrappers):
         pytest.param("top", id="at_top"),
     ],
 )
-def test_tables_of_placed_mappings(ptrport_device, mappings, where):
+def test_tables_of_placed_mappings(ptrport_device, addresses_in_a_row, mappings, where):
     layers = _engine_kv_caches()  # the engine's, alive while the server maps them
     wrappers = [migrate_to_shm_and_wrap(layer) for layer in layers]
-    placed = _addresses(where, _nbytes(layers[0]))
+    # Page-aligned, as mmap returns them, the last ending exactly at 2**64 for "top".
+    sizes = [_nbytes(layer) for layer in layers]
+    placed = addresses_in_a_row(sizes, where, align=4096, gap=GAP)
     mappings.place_at(ptrport_device, placed)
 
     context = _context(wrappers)

@@ -51,7 +51,6 @@ except ImportError:  # 0.4.x
 pytestmark = pytest.mark.ptrport
 
 TOP = 1 << 64
-AT_2_63 = 1 << 63
 GAP = 1 << 20
 
 NUM_LAYERS = 3
@@ -110,19 +109,6 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.untyped_storage().nbytes()
 
 
-def _addresses(where: str, buffers: list[torch.Tensor]) -> list[int]:
-    """Where each buffer goes: from 2**63 up, across 2**63 (half below, half above), or
-    packed below 2**64 with the last storage ending exactly there."""
-    span = max(_nbytes(t) for t in buffers) // 64 * 64 + GAP
-    if where == "2**63":
-        return [AT_2_63 + i * span for i in range(len(buffers))]
-    if where == "across":
-        first = AT_2_63 - len(buffers) // 2 * span
-        return [first + i * span for i in range(len(buffers))]
-    last = (TOP - _nbytes(buffers[-1])) // 64 * 64
-    return [last - (len(buffers) - 1 - i) * span for i in range(len(buffers))]
-
-
 def _up_to_the_device_check(request) -> None:
     """Runs ``request`` (a store or a retrieve on the connector), which must end at the
     connector's XPU device check and nowhere else (see the header)."""
@@ -158,10 +144,10 @@ def _store_and_retrieve(connector, chunk, keys, values, expected: list[int]) -> 
         pytest.param("top", id="at_top"),
     ],
 )
-def test_table_of_placed_kv_caches(ptrport_device, connector, chunk, where):
+def test_table_of_placed_kv_caches(ptrport_device, addresses_in_a_row, connector, chunk, where):
     keys, values = _make_kv_caches(ptrport_device.device)
     buffers = keys + values
-    placed = _addresses(where, buffers)
+    placed = addresses_in_a_row([_nbytes(t) for t in buffers], where, gap=GAP)
     for buffer, at in zip(buffers, placed, strict=True):
         ptrport_device.place(buffer, at=at)
     assert [t.data_ptr() for t in buffers] == placed

@@ -40,17 +40,10 @@ if HiSparseSlotInvalidator is None:
         allow_module_level=True,
     )
 
-TOP = 1 << 64
-AT_2_63 = 1 << 63
-GAP = 1 << 16
 
 GROUPS = 3  # index groups, one leader each
 MAX_NUM_REQS = 4
 REGION_STRIDE = 8
-
-
-def _nbytes(t: torch.Tensor) -> int:
-    return t.untyped_storage().nbytes()
 
 
 class _CacheOps:
@@ -84,25 +77,22 @@ class _CacheOps:
         )
 
 
-@pytest.mark.parametrize("where", ["presented", "at_2_63", "at_top"])
-def test_invalidate_written_slots_group_table(ptrport_device, where):
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param(None, id="presented"),
+        pytest.param("2**63", id="at_2_63"),
+        pytest.param("top", id="at_top"),
+    ],
+)
+def test_invalidate_written_slots_group_table(ptrport_device, place_in_a_row, where):
     device = ptrport_device.device
     # As HiSparseIndexGroup allocates them: one per group, -1 where no slot is hot.
     tables = [
         torch.full((MAX_NUM_REQS, REGION_STRIDE), -1, dtype=torch.int32, device=device)
         for _ in range(GROUPS)
     ]
-    if where == "at_2_63":
-        at = AT_2_63
-        for t in tables:
-            ptrport_device.place(t, at=at)
-            at += (_nbytes(t) + GAP) // 64 * 64
-    elif where == "at_top":
-        below = TOP
-        for t in tables:
-            below = (below - _nbytes(t)) // 64 * 64
-            ptrport_device.place(t, at=below)
-            below -= GAP
+    place_in_a_row(tables, where)
 
     request_state_indices = torch.tensor([2, 0, -1, 1], dtype=torch.int32, device=device)
     invalidator = HiSparseSlotInvalidator(request_state_indices)
