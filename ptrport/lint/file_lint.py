@@ -7,18 +7,21 @@ it imports gives one."""
 from __future__ import annotations
 
 import ast
+import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ptrport.lint.flow import ModuleFlow
+from ptrport.lint.native import Schema, parsed_without_source, schemas_in
 from ptrport.lint.rules import Finding
 from ptrport.lint.sources import defined_functions, holds_trigger, imported_names, names_storage
 from ptrport.lint.suppressions import Ignore, ignores
-from ptrport.lint.tree_index import ModuleFile, Shape, TreeIndex
+from ptrport.lint.tree_index import ModuleFile, Passed, Shape, TreeIndex
 from ptrport.lint.values import Kernel, Launch, Site, Value
 from ptrport.lint.workers import fewer_collections
 
+_DEFINED_NAMES = re.compile(r"def[ \t]+(\w+)")
 Span = tuple[int, int, int, int]
 """Line, column, end line, end column: 1-based, in characters."""
 _TOO_DEEP = "nested too deeply to follow (past Python's recursion limit)"
@@ -67,6 +70,15 @@ class FileResult:
     parsed."""
     members_by_definition: dict[str, frozenset[str]] = field(default_factory=dict)
     """Of those, the ones each top-level function and class consulted."""
+    schemas: dict[str, Schema] = field(default_factory=dict)
+    """The ``torch.ops`` operators whose schemas it defines (read from its text)."""
+    native_ops: frozenset[str] = frozenset()
+    """The ``torch.ops`` operators it passed an address to."""
+    passes: dict[str, tuple[Passed, ...]] = field(default_factory=dict)
+    """What it passes, holding addresses, to what it does not define
+    (:attr:`TreeIndex.arguments`)."""
+    methods: frozenset[str] = frozenset()
+    """The methods its classes define (where it was parsed; else :attr:`defined` has them)."""
     unread: bool = False
     """Whether it was not parsed (no address source of its own); :attr:`consulted` is then
     what it imports by name from other modules, and :attr:`unknown_stored` whether its text
@@ -96,11 +108,13 @@ def lint_source(
 ) -> FileResult:
     """One file's findings (before ignore comments), kernels and launches; ``module`` names it
     in the tree whose ``index`` holds what it imports from the other modules."""
-    result = FileResult(path, ignores=ignores(source))
-    if not holds_trigger(source):
+    result = FileResult(path, ignores=ignores(source), schemas=schemas_in(source))
+    if not holds_trigger(source) and not parsed_without_source(source):
         # No address source of its own: read only if it imports what gives one in the tree.
         imported = imported_names(source, module) if module is not None else frozenset()
-        if index is None or not imported & index.shapes.keys():
+        if index is None or not (
+            imported & index.shapes.keys() or _receives(source, module, index)
+        ):
             result.defined = defined_functions(source)
             result.consulted = imported
             result.unread = True
@@ -110,6 +124,10 @@ def lint_source(
     if isinstance(tree, Unparsed):
         result.unparsed.append(tree)
         return result
+    if result.schemas:
+        # Its own operators' schemas, where the tree's (the same, or another's) are not known.
+        index = index or TreeIndex()
+        index = replace(index, schemas={**result.schemas, **index.schemas})
     try:
         flow = ModuleFlow(tree, module, index).run()
         result.consulted = frozenset(flow.consulted)
@@ -119,6 +137,9 @@ def lint_source(
         result.members, result.plain_members = flow.members()
         result.consulted_members = frozenset(flow.consulted_members)
         result.foreign_reads = frozenset(flow.foreign_reads)
+        result.native_ops = frozenset(flow.native_ops)
+        result.passes = flow.exported_passes()
+        result.methods = frozenset(m for info in flow.classes.values() for m in info.methods)
         result.members_by_definition = {
             name: frozenset(keys) for name, keys in flow.members_by_definition.items()
         }
@@ -137,6 +158,20 @@ def lint_source(
         span = _span(located.node, lines)
         result.launches.append((located.launch, span, _start(located.statement)))
     return result
+
+
+def _receives(source: str, module: ModuleFile | None, index: TreeIndex) -> bool:
+    """Whether the tree passes addresses to a function or method the file defines."""
+    if not index.arguments or module is None:
+        return False
+    prefix = module.name + "."
+    defined = set(_DEFINED_NAMES.findall(source))
+    return any(
+        key[1:] in defined
+        if key.startswith(".")
+        else key.startswith(prefix) and key[len(prefix) :] in defined
+        for key in index.arguments
+    )
 
 
 def lint_file(

@@ -22,8 +22,18 @@ from dataclasses import dataclass, field, replace
 
 from ptrport.lint.file_lint import FileResult, lint_modules, parse_module
 from ptrport.lint.flow import ModuleFlow
-from ptrport.lint.sources import makes_storage, read_source
-from ptrport.lint.tree_index import PROPERTY, ClassShape, ModuleFile, ModuleNames, Shape, TreeIndex
+from ptrport.lint.native import Schema
+from ptrport.lint.sources import definition_stores, makes_storage, read_source
+from ptrport.lint.tree_index import (
+    PROPERTY,
+    ClassShape,
+    ModuleFile,
+    ModuleNames,
+    Passed,
+    Shape,
+    TreeIndex,
+    with_passed,
+)
 from ptrport.lint.values import Value, join, rebuilt
 from ptrport.lint.workers import WorkerPool, fewer_collections
 
@@ -114,11 +124,25 @@ def _index(
     - a file not parsed (no address source of its own) that may store and imports what gives
       addresses: parsed, with the index.
     """
-    index = TreeIndex(members=_members(results))
+    arguments, receivers = _arguments(results, names)
+    index = TreeIndex(members=_members(results), schemas=_schemas(results), arguments=arguments)
     asked = _look_up(results, names, found, index)
     read = _read_shapes(pool, asked.wanted, names, found)
     _add_read_shapes(read, results, asked, index)
-    return index, _to_analyse_again(results, names, found, index, previous, asked.uses)
+    again = _to_analyse_again(results, names, found, index, previous, asked.uses)
+    # The files defining what is now passed other addresses than before, where they may
+    # store what they cannot see.
+    storing = {result.path for result in results if result.unknown_stored}
+    passed_anew = {
+        receivers[key]
+        for key in index.arguments.keys() | previous.arguments.keys()
+        if index.arguments.get(key) != previous.arguments.get(key)
+        and receivers.get(key) in storing
+        and definition_stores(found.text(receivers[key]), key.rpartition(".")[2])
+    }
+    paths = {module.path for module in again}
+    again += [names.files[path] for path in sorted(passed_anew - paths)]
+    return index, again
 
 
 def _look_up(
@@ -216,6 +240,7 @@ def _to_analyse_again(
         result.path
         for result in results
         if not differ.isdisjoint(uses[result.path])
+        or any(index.schemas.get(op) != previous.schemas.get(op) for op in result.native_ops)
         or (result.unknown_stored and not changed.isdisjoint(result.consulted_members))
         or any(
             (result.path, definition) in looked_up and not changed.isdisjoint(members)
@@ -269,6 +294,45 @@ def _needed(results: list[FileResult], names: ModuleNames, found: _Found) -> set
                 seen.add(provider)
                 pending.append(provider)
     return needed
+
+
+def _arguments(
+    results: list[FileResult], names: ModuleNames
+) -> tuple[dict[str, tuple[Passed, ...]], dict[str, str]]:
+    """What the files pass, holding addresses, to the functions and methods of other files of
+    the tree (:attr:`TreeIndex.arguments`), and the file defining each: a function by its
+    qualified name; a method by its name, where one file alone defines it."""
+    defining: dict[str, list[str]] = {}
+    for result in results:
+        for name in set(result.defined.split()) if result.unread else result.methods:
+            defining.setdefault(name, []).append(result.path)
+    arguments: dict[str, tuple[Passed, ...]] = {}
+    receivers: dict[str, str] = {}
+    for result in results:
+        for key, passed in result.passes.items():
+            if key.startswith("."):
+                paths = defining.get(key[1:], [])
+                path = paths[0] if len(paths) == 1 else None
+            else:
+                module, _, function = key.rpartition(".")
+                path = names.path_of(module) if module else None
+                # By the name it has in its own module (its module named from the run's roots).
+                key = f"{names.files[path].name}.{function}" if path is not None else key
+            if path is None or path == result.path:
+                continue
+            arguments[key] = with_passed(arguments.get(key, ()), passed)
+            receivers[key] = path
+    return arguments, receivers
+
+
+def _schemas(results: list[FileResult]) -> dict[str, Schema]:
+    """The schemas of the ``torch.ops`` operators the tree defines (where two files define one
+    of the same name, the first's)."""
+    schemas: dict[str, Schema] = {}
+    for result in results:
+        for op, schema in result.schemas.items():
+            schemas.setdefault(op, schema)
+    return schemas
 
 
 def _members(results: list[FileResult]) -> dict[str, Value]:
@@ -348,11 +412,15 @@ class _Found:
             return not giving.isdisjoint(result.foreign_reads)
         return any(self._mentions(result.path, name) for name in giving)
 
+    def text(self, path: str) -> str:
+        """The text of the file at ``path`` (read once)."""
+        if path not in self.texts:
+            self.texts[path] = read_source(path) or ""
+        return self.texts[path]
+
     def _mentions(self, path: str, name: str) -> bool:
         if (path, name) not in self.mentions:
-            if path not in self.texts:
-                self.texts[path] = read_source(path) or ""
-            text = self.texts[path]
+            text = self.text(path)
             named = name in text and re.search(rf"\b{name}\b", text) is not None
             self.mentions[(path, name)] = named
         return self.mentions[(path, name)]

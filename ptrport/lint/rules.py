@@ -213,6 +213,41 @@ def compared(signed_side: Value, unsigned_side: Value) -> str:
     )
 
 
+def signed_parameters(passed: list[tuple[Value, str, str]], callee: str, why: str) -> str:
+    """Addresses passed to native parameters that C++ takes as ``int64_t``: each (value,
+    parameter, its type in the schema) of one call of ``callee``; ``why`` they are signed."""
+    named = []
+    for value, parameter, kind in passed:
+        where = parameter if parameter.startswith("argument ") else f"`{parameter}`"
+        named.append(f"{_carried(value)} is passed to {where}" + (f" ({kind})" if kind else ""))
+    return f"{'; '.join(named)} of `{callee}` ({why}): values at or above 2**63 raise"
+
+
+SIGNED_BY_SCHEMA = "int in its schema: an int64_t"
+SIGNED_TORCH_OPS = "a torch.ops int is an int64_t; the tree defines no schema for it"
+SIGNED_LIBRARY = "an int64_t parameter"
+SIGNED_PARAMETER_FIX = (
+    f"pass its int64 bits: {INT64_BITS} (the same 64 bits, which C++ casts back to the "
+    "pointer), or pass the addresses as a torch.uint64 tensor"
+)
+
+
+def unsigned_undone(expression: str, signed: Dtype, asked: Dtype) -> str:
+    """A patch that gives ``signed`` storage where the code it wraps asks for ``asked``."""
+    return (
+        f"`{expression}` gives {signed.name} where the code asks for {asked.name}: the "
+        "addresses that storage is made for overflow at 2**63"
+    )
+
+
+def unsigned_kept(asked: Dtype) -> str:
+    """The fix of a patch that undoes unsigned storage."""
+    return (
+        f"keep {asked.name}; where an operation lacks it, view that storage as int64 for "
+        "that operation only (the same bits)"
+    )
+
+
 def passed(launch: Launch, parameter: str, kernel: Kernel, kernel_path: str, dtype: Dtype) -> str:
     """A launch passing an address to a kernel parameter annotated ``dtype``."""
     consequence = (

@@ -144,6 +144,22 @@ def names_storage(source: str) -> bool:
     return any(word in source for word in _STORING_WORDS)
 
 
+def definition_stores(source: str, name: str) -> bool:
+    """Whether the top-level class or function holding the function (or method) ``name`` of
+    ``source`` mentions a dtype, a typed tensor, an address source or a ``torch.ops``
+    operator: what it is passed may reach storage there (a method's class: what one method
+    keeps, another may store)."""
+    found = re.search(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{name}\b", source, re.MULTILINE)
+    if found is None:
+        return False
+    start = 0
+    for top in _TOP_LEVEL.finditer(source, 0, found.start() + 1):
+        start = top.start()
+    end = _TOP_LEVEL.search(source, found.end())
+    text = source[start : end.start() if end else len(source)]
+    return "torch.ops" in text or any(word in text for word in STORAGE_WORDS)
+
+
 def makes_storage(source: str, name: str) -> bool:
     """Whether the top-level class or function ``name`` of ``source`` mentions a dtype, a
     typed tensor, an address source or fields (its text, decorators included, up to the next

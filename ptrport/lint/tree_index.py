@@ -6,11 +6,12 @@ imports from another are (their shapes), built once per run from the modules tha
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ptrport.lint.library import SYMMETRIC_MEMORY
+from ptrport.lint.native import Schema
 from ptrport.lint.values import NOTHING, Holds, Value, carried, parts, rebuilt
 
 
@@ -127,6 +128,8 @@ class ClassShape:
     fields: tuple[str, ...] | None
     attributes: dict[str, Value]
     returns: dict[str, Value]
+    properties: frozenset[str] = frozenset()
+    """The methods of :attr:`returns` that are properties (read, not called)."""
 
     @property
     def empty(self) -> bool:
@@ -156,6 +159,21 @@ class FunctionShape:
 
 Shape = ClassShape | FunctionShape
 
+Passed = tuple[tuple[Value, ...], tuple[tuple[str, Value], ...]]
+"""A call's arguments that hold addresses: by position, and by keyword (sorted)."""
+CALLS = 8
+"""How many calls of one function with different arguments are kept: each is run apart (its
+arguments together, as that call passes them)."""
+
+
+def with_passed(calls: tuple[Passed, ...], more: Iterable[Passed]) -> tuple[Passed, ...]:
+    """``calls`` with the calls of ``more`` that differ from each (at most :data:`CALLS`)."""
+    found = list(calls)
+    for passed in more:
+        if passed not in found and len(found) < CALLS:
+            found.append(passed)
+    return tuple(found)
+
 
 PROPERTY = "@"
 """Before a member's name: a property (read, not called)."""
@@ -168,6 +186,12 @@ class TreeIndex:
     addresses wherever the tree defines them."""
 
     shapes: dict[str, Shape] = field(default_factory=dict)
+    arguments: dict[str, tuple[Passed, ...]] = field(default_factory=dict)
+    """What the tree's modules pass to the functions of others that hold addresses: by the
+    function's qualified name (``pkg.tables.store``), or by a method's name after a dot
+    (``.register``) where one class of the tree alone defines it."""
+    schemas: dict[str, Schema] = field(default_factory=dict)
+    """The schemas of the ``torch.ops`` operators the tree defines, by operator name."""
     members: dict[str, Value] = field(default_factory=dict)
     """The methods (and properties, ``@name``) that every class of the tree defining one of
     that name gives addresses from: what a call (a read) on what is not followed gives."""

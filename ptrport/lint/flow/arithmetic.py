@@ -26,9 +26,32 @@ def _arithmetic(flow: Flow, node: ast.expr, frame: Frame) -> Value:
         return NOTHING
     if isinstance(node, ast.IfExp):
         condition(flow, node.test, frame)
-        return join(flow.value(node.body, frame), flow.value(node.orelse, frame))
+        body, orelse = flow.value(node.body, frame), flow.value(node.orelse, frame)
+        _undoes_unsigned(flow, node, body, orelse, frame)
+        return join(body, orelse)
     assert isinstance(node, ast.BoolOp)
     return join_all(flow.value(item, frame) for item in node.values)
+
+
+def _undoes_unsigned(flow: Flow, node: ast.IfExp, body: Value, orelse: Value, frame: Frame) -> None:
+    """``torch.int64 if dtype == torch.uint64 else dtype``: a patch (a wrapper, a lambda) that
+    gives signed storage where the code it wraps asks for unsigned."""
+    test = node.test
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return
+    if not isinstance(test.ops[0], ast.Eq | ast.Is | ast.NotEq | ast.IsNot):
+        return
+    # The test names an unsigned dtype (``torch.uint64``): read as a name, not evaluated again.
+    named = (flow.library_dtype(side) for side in (test.left, test.comparators[0]))
+    asked = next((d for d in named if d is not None and d.width is Width.UNSIGNED64), None)
+    if asked is None:
+        return
+    chosen = body if isinstance(test.ops[0], ast.Eq | ast.Is) else orelse
+    signed = chosen.denotes
+    if signed is None or signed.width is not Width.SIGNED64:
+        return
+    message = rules.unsigned_undone(flow.text(node, 64), signed, asked)
+    flow.report("signed-storage", node, frame, message, fix=rules.unsigned_kept(asked))
 
 
 def condition(flow: Flow, node: ast.expr, frame: Frame) -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import ast
 
-from ptrport.lint.flow import arithmetic, launches, library_calls, method_calls
+from ptrport.lint.flow import arithmetic, launches, library_calls, method_calls, native_calls
 from ptrport.lint.flow.classes import class_call, class_method_call, tree_method_call
-from ptrport.lint.flow.interface import Flow
+from ptrport.lint.flow.interface import Arguments, Flow
 from ptrport.lint.library import opens_ipc_memory
 from ptrport.lint.tree_index import ClassShape, FunctionShape
 from ptrport.lint.values import NOTHING, Frame, Holds, Value
@@ -35,6 +35,9 @@ def call(flow: Flow, node: ast.Call, frame: Frame) -> Value:
         flow.value(func.value, frame)
         return library_calls.ipc_open(flow, name, node, frame)
     if name is not None:
+        found = native_calls.native_call(flow, name, node, frame)
+        if found is not None:
+            return found
         found = library_calls.library_call(flow, name, node, frame)
         if found is not None:
             return found
@@ -84,6 +87,8 @@ def _call_of_name(flow: Flow, func: ast.Name, node: ast.Call, frame: Frame) -> V
             arithmetic.condition(flow, argument, frame)
         return NOTHING
     arguments, keywords = flow.arguments(node, frame)
+    if qualified is not None and name not in flow.functions:
+        flow.record_pass(qualified, Arguments(arguments, keywords))
     if name in flow.functions:
         return flow.run_function(
             flow.functions[name], None, arguments, keywords, None, frame.depth

@@ -144,7 +144,7 @@ def tree_method_call(
 ) -> Value:
     """A method of a class of another module of the tree: what it returns run for its
     class (its factories' instances); given ``dtype=``, storage made where not known."""
-    flow.arguments(node, frame)
+    flow.record_pass("." + func.attr, flow.arguments(node, frame))
     returned = shape.returns.get(func.attr, NOTHING)
     return returned if returned != NOTHING else flow.made_with_dtype(node, frame)
 

@@ -9,8 +9,8 @@ import ast
 from dataclasses import replace
 
 from ptrport.lint import dtypes
-from ptrport.lint.flow import arithmetic
-from ptrport.lint.flow.classes import lookup
+from ptrport.lint.flow import arithmetic, syntax
+from ptrport.lint.flow.classes import find_method, lookup
 from ptrport.lint.flow.interface import Evaluator, Flow
 from ptrport.lint.library import (
     ARRAY_INTERFACES,
@@ -19,7 +19,16 @@ from ptrport.lint.library import (
     VIEW_ATTRIBUTES,
 )
 from ptrport.lint.tree_index import PROPERTY, ClassShape
-from ptrport.lint.values import NOTHING, Frame, Holds, Value, element_of, join_all, list_of
+from ptrport.lint.values import (
+    NOTHING,
+    ClassInfo,
+    Frame,
+    Holds,
+    Value,
+    element_of,
+    join_all,
+    list_of,
+)
 
 
 def _name(flow: Flow, node: ast.Name, frame: Frame) -> Value:
@@ -118,14 +127,18 @@ def _attribute(flow: Flow, node: ast.Attribute, frame: Frame) -> Value:
         and node.value.id == frame.self_name
         and frame.owner is not None
     ):
-        return lookup(flow, frame.owner, node.attr, frame) or NOTHING
+        found = lookup(flow, frame.owner, node.attr, frame)
+        receiver = frame.env.get(node.value.id)
+        return found or _property(flow, frame.owner, node.attr, receiver, frame)
     base = flow.value(node.value, frame)
     own = dict(base.keys or ()) if base.instance is not None else {}
     if node.attr in own:
         return own[node.attr]
     owner = base.instance or base.denotes_class
     if owner in flow.classes:
-        return lookup(flow, flow.classes[owner], node.attr, None) or NOTHING
+        info = flow.classes[owner]
+        found = lookup(flow, info, node.attr, None)
+        return found or _property(flow, info, node.attr, base, frame)
     if owner is not None or base == NOTHING:
         flow.foreign_reads.add(node.attr)
     if owner == SYMMETRIC_MEMORY and node.attr in SYMMETRIC_MEMORY_ADDRESSES:
@@ -133,7 +146,10 @@ def _attribute(flow: Flow, node: ast.Attribute, frame: Frame) -> Value:
         return list_of(address) if SYMMETRIC_MEMORY_ADDRESSES[node.attr] else address
     shape = flow.index.shapes.get(owner or "")
     if isinstance(shape, ClassShape):
-        return shape.attributes.get(node.attr, NOTHING)
+        found = shape.attributes.get(node.attr)
+        if found is None and node.attr in shape.properties:
+            found = shape.returns.get(node.attr)
+        return found or NOTHING
     if base.dtype is not None:
         if base.dtype.library == "ctypes" and node.attr == "value":
             return Value(holds=base.holds, origin=base.origin)
@@ -145,6 +161,21 @@ def _attribute(flow: Flow, node: ast.Attribute, frame: Frame) -> Value:
         flow.consult_member(key, frame)
         return flow.index.members.get(key, NOTHING)
     return NOTHING
+
+
+def _property(
+    flow: Flow, owner: ClassInfo, name: str, receiver: Value | None, frame: Frame
+) -> Value:
+    """``x.name`` where ``name`` is a ``@property`` of ``x``'s class: what it returns for
+    ``x``; else nothing known."""
+    found = find_method(flow, owner, name)
+    if found is None or not syntax.is_property(found[1]):
+        return NOTHING
+    info, method = found
+    first = receiver if receiver is not None and receiver.instance is not None else None
+    return flow.run_function(
+        method, info, [], {}, first or Value(instance=owner.name), frame.depth
+    )[0]
 
 
 def _subscript(flow: Flow, node: ast.Subscript, frame: Frame) -> Value:
@@ -178,6 +209,16 @@ def _subscript(flow: Flow, node: ast.Subscript, frame: Frame) -> Value:
     return NOTHING
 
 
+def _lambda(flow: Flow, node: ast.Lambda, frame: Frame) -> Value:
+    """A lambda: its body is followed with its parameters unknown, for what it finds."""
+    inner = replace(frame, env=dict(frame.env), returns=[])
+    arguments = node.args
+    for parameter in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+        inner.env[parameter.arg] = NOTHING
+    flow.value(node.body, inner)
+    return NOTHING
+
+
 EVALUATORS: dict[type[ast.expr], Evaluator] = {
     ast.Name: _name,
     ast.Attribute: _attribute,
@@ -191,6 +232,7 @@ EVALUATORS: dict[type[ast.expr], Evaluator] = {
     ast.GeneratorExp: _comprehension,
     ast.DictComp: _comprehension,
     ast.NamedExpr: _named,
+    ast.Lambda: _lambda,
     ast.Starred: _inner,
     ast.Await: _inner,
     ast.JoinedStr: _joined_string,

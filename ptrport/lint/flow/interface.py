@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ptrport.lint import reinterpret
 from ptrport.lint.dtypes import Dtype
-from ptrport.lint.tree_index import ModuleFile, TreeIndex
+from ptrport.lint.tree_index import ModuleFile, Passed, TreeIndex
 from ptrport.lint.values import ClassInfo, Frame, Function, Kernel, LaunchSite, Site, Value
 
 
@@ -49,6 +49,14 @@ class Flow(Protocol):
     sites: dict[tuple[int, int, str], Site]
     consulted: set[str]
     foreign_reads: set[str]
+    native_ops: set[str]
+    unknown_stored: bool
+    """Whether what is not known here is stored where an address could not be held (the file
+    is analysed again once the tree says more)."""
+    passes: dict[str, tuple[Passed, ...]]
+    """What this module passes, holding addresses, to what it does not define: by the
+    function's qualified name, or by a method's name after a dot (:attr:`TreeIndex.arguments`)."""
+    """The ``torch.ops`` operators passed an address (whose schemas the tree may define)."""
 
     # While the classes' parts are run for what the classes hold.
     collecting: bool
@@ -100,6 +108,8 @@ class Flow(Protocol):
 
     def consult_member(self, key: str, frame: Frame) -> None: ...
 
+    def record_pass(self, key: str, given: Arguments) -> None: ...
+
     def arguments(self, node: ast.Call, frame: Frame) -> Arguments: ...
 
     def dtype_argument(
@@ -120,6 +130,8 @@ class Flow(Protocol):
         keywords: dict[str, Value],
         instance: Value | None,
         depth: int,
+        *,
+        generic: bool = False,
     ) -> tuple[Value, tuple[tuple[str, Value], ...]]: ...
 
 

@@ -54,11 +54,15 @@ def _construct(
     frame: Frame,
     call: str,
 ) -> Value:
-    """Storage made from ``data``: a tensor, an array or a scalar of ``dtype``."""
-    holds = carried(data)
+    """Storage made from ``data``: a tensor, an array or a scalar of ``dtype`` (of an
+    instance, by its ``__array__`` or ``__cuda_array_interface__``: not of the addresses its
+    attributes hold)."""
+    holds = carried(data) if data.instance is None else None
     typed = data.dtype is not None
     made = f"line {node.lineno}"
-    flow.unknown_into(dtype, data)
+    # With no dtype, torch infers int64 from Python ints.
+    inferred = dtypes.library_dtype("torch", "int64") if library == "torch" else None
+    flow.unknown_into(dtype or inferred, data)
     if dtype is None:
         if library == "torch" and holds is Holds.ADDRESS and not typed:
             flow.report("inferred-int64", node, frame, rules.inferred(data, call))
@@ -334,6 +338,13 @@ def _short(name: str) -> str:
     return name.replace("numpy.", "np.")
 
 
+def _chain(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+    """``itertools.chain(*rows)``: what any row holds; ``chain.from_iterable(rows)`` too."""
+    if name.endswith(".from_iterable"):
+        return list_of(element_of(element_of(nth(given.positional, 0))))
+    return list_of(join_all(element_of(row) for row in given.positional))
+
+
 LIBRARY_CALLS: dict[str, LibraryCall] = {
     **dict.fromkeys(ADDRESS_SOURCES, _address_source),
     **dict.fromkeys(SYMMETRIC_MEMORY_HANDLES, _symmetric_memory),
@@ -347,6 +358,8 @@ LIBRARY_CALLS: dict[str, LibraryCall] = {
     "array.array": _array,
     **dict.fromkeys(PACKING, _pack),
     **dict.fromkeys(UNPACKING, _unpack),
+    "itertools.chain": _chain,
+    "itertools.chain.from_iterable": _chain,
 }
 """The handler that follows each known function of a library, by its qualified name."""
 

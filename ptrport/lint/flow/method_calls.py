@@ -48,11 +48,12 @@ def method_call(
         # Of what is not followed: what the tree's methods of that name all give, else
         # (a factory passed in) storage where given ``dtype=``.
         flow.consult_member(method, frame)
+        given = flow.arguments(node, frame)
+        flow.record_pass("." + method, given)
         member = flow.index.members.get(method)
         if member is not None:
-            flow.arguments(node, frame)
             return member
-        return flow.unknown_call(node, frame)
+        return flow.made_with_dtype(node, frame)
     if follow is None or dtype is None or dtype.library not in ("torch", "numpy"):
         flow.arguments(node, frame)
         return NOTHING
@@ -68,6 +69,12 @@ def _grow(flow: Flow, func: ast.Attribute, node: ast.Call, frame: Frame, current
     if func.attr == "extend":
         added = element_of(added)
     grown = Value(element=join(current.element, added))
+    if isinstance(func.value, ast.Subscript) and frame.statement is not None:
+        # ``rows[i].append(p)``: a list (or dict) of lists, one of which now holds ``p``.
+        outer = func.value.value
+        table = flow.value(outer, frame)
+        func = ast.Attribute(value=outer, attr=func.attr)
+        grown = Value(element=join(table.element, grown))
     if isinstance(func.value, ast.Name | ast.Attribute) and frame.statement is not None:
         if isinstance(func.value, ast.Attribute) and not (
             isinstance(func.value.value, ast.Name) and func.value.value.id == frame.self_name

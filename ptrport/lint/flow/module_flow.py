@@ -23,17 +23,20 @@ from ptrport.lint.flow.classes import (
     lookup,
 )
 from ptrport.lint.flow.interface import Arguments, Evaluator, Executor
+from ptrport.lint.flow.native_calls import named_parameter
 from ptrport.lint.library import DTYPE_MODULES
 from ptrport.lint.tree_index import (
     PROPERTY,
     ClassShape,
     FunctionShape,
     ModuleFile,
+    Passed,
     Shape,
     TreeIndex,
     classes_named,
     exported,
     holds_address,
+    with_passed,
 )
 from ptrport.lint.values import (
     NOTHING,
@@ -159,6 +162,8 @@ class ModuleFlow:
         """Whether what is not known here is stored into storage that cannot hold addresses
         (which, from what :attr:`consulted` names, may be one)."""
         self._function_returns: dict[str, Value] = {}
+        self.native_ops: set[str] = set()
+        self.passes: dict[str, tuple[Passed, ...]] = {}
         self.consulted_members: set[str] = set()
         """The methods called, and the properties read (``@name``), on what is not followed
         here, which the tree's classes may say hold addresses (:attr:`TreeIndex.members`)."""
@@ -187,6 +192,10 @@ class ModuleFlow:
                 result, _ = self.run_function(function, None, [], {}, None, 0)
                 if self.functions.get(function.name) is function:
                     self._function_returns[function.name] = result
+                    # As the other modules of the tree call it, with the addresses they pass.
+                    calls = self.index.arguments.get(_qualified(self.module, function.name), ())
+                    for positional, keywords in calls:
+                        self.run_function(function, None, [*positional], dict(keywords), None, 0)
         self._definition = None
         return self
 
@@ -276,7 +285,15 @@ class ModuleFlow:
             if value != NOTHING
         }
         fields = tuple(info.fields) if info.fields is not None else None
-        return ClassShape(_qualified(self.module, info.name), fields, attributes, returns)
+        properties = frozenset(
+            name
+            for owner in lineage(self, info)
+            for name, method in owner.methods.items()
+            if name in returns and syntax.is_property(method)
+        )
+        return ClassShape(
+            _qualified(self.module, info.name), fields, attributes, returns, properties
+        )
 
     def _with_bases(self, classes: Iterable[ClassInfo]) -> list[ClassInfo]:
         found: dict[str, ClassInfo] = {}
@@ -338,6 +355,12 @@ class ModuleFlow:
                 elif info.methods.get(part.name) is part:
                     receiver = first_parameter(info, part, None)
                     info.returns[part.name] = self.run_function(part, info, [], {}, receiver, 0)[0]
+                    # As the other modules of the tree call it, with the addresses they pass:
+                    # what it sets on ``self`` then is what the class holds.
+                    for positional, keywords in self.index.arguments.get("." + part.name, ()):
+                        self.run_function(
+                            part, info, [*positional], dict(keywords), receiver, 0, generic=True
+                        )
                 else:
                     self.run_function(part, None, [], {}, None, 0)
             finally:
@@ -394,6 +417,32 @@ class ModuleFlow:
         module, _, attribute = name.rpartition(".")
         library = DTYPE_MODULES.get(module)
         return dtypes.library_dtype(library, attribute) if library else None
+
+    def record_pass(self, key: str, given: Arguments) -> None:
+        """A call of what another module of the tree may define (``key``: a function's
+        qualified name, or ``.method``), kept where its arguments hold addresses."""
+        if not (_hold_addresses(given.positional) or _hold_addresses(given.keywords.values())):
+            return
+        keywords = tuple(sorted((k, v) for k, v in given.keywords.items() if k))
+        self.passes[key] = with_passed(
+            self.passes.get(key, ()), ((tuple(given.positional), keywords),)
+        )
+
+    def exported_passes(self) -> dict[str, tuple[Passed, ...]]:
+        """After :meth:`run`, :attr:`passes` as the other modules see them (the lines where
+        the addresses came from with this module's path)."""
+        local = frozenset(self.classes)
+
+        def export(value: Value) -> Value:
+            return exported(value, self.module, local)
+
+        return {
+            key: tuple(
+                (tuple(map(export, positional)), tuple((k, export(v)) for k, v in keywords))
+                for positional, keywords in calls
+            )
+            for key, calls in self.passes.items()
+        }
 
     def consult_member(self, key: str, frame: Frame) -> None:
         """A method called, or a property read (``@name``), on what is not followed here: the
@@ -542,6 +591,7 @@ class ModuleFlow:
             self.value(target.slice, frame)
             self.store(statement, storage, value, frame, target.value)
             self._filled(target.value, storage, value, frame)
+            self._contained(target.value, storage, value, frame)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, Value(element=value), frame, statement)
 
@@ -561,6 +611,24 @@ class ModuleFlow:
             and node.value.id == frame.self_name
         ):
             self.set_attribute(frame, node.attr, filled)
+
+    def _contained(self, node: ast.expr, container: Value, value: Value, frame: Frame) -> None:
+        """``table[key] = addresses`` into a list or dict (not typed storage, no instance, no
+        string keys): any of its items now holds what ``value`` is (a dict keyed by an int,
+        read back as ``table[group]``)."""
+        if container.dtype is not None or container.instance is not None or container.keys:
+            return
+        if carried(value) not in (Holds.ADDRESS, Holds.BITS):
+            return
+        held = Value(element=join(container.element, value))
+        if isinstance(node, ast.Name):
+            frame.env[node.id] = held
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == frame.self_name
+        ):
+            self.set_attribute(frame, node.attr, held)
 
     def set_attribute(self, frame: Frame, name: str, value: Value) -> None:
         """``self.name = value``: in this run, and (in a method run for its class while the
@@ -630,10 +698,13 @@ class ModuleFlow:
         keywords: dict[str, Value],
         instance: Value | None,
         depth: int,
+        *,
+        generic: bool = False,
     ) -> tuple[Value, tuple[tuple[str, Value], ...]]:
         """What ``function`` returns given these arguments, and the attributes it leaves set
-        on ``self`` (for a constructor)."""
-        key = (function, tuple(arguments), tuple(sorted(keywords.items())), instance)
+        on ``self`` (for a constructor); ``generic``: a method run for its class, whatever
+        its arguments."""
+        key = (function, tuple(arguments), tuple(sorted(keywords.items())), instance, generic)
         known = self._memo.get(key)
         if known is not None:
             if self.collecting and known.trace is not None:
@@ -650,8 +721,8 @@ class ModuleFlow:
                 frame.self_name = parameters[0].arg
                 frame.env[parameters[0].arg] = instance
                 frame.self_attributes = dict(instance.keys or ())
-                frame.generic = instance.keys is None and all(
-                    value == NOTHING for value in (*arguments, *keywords.values())
+                frame.generic = instance.keys is None and (
+                    generic or all(value == NOTHING for value in (*arguments, *keywords.values()))
                 )
                 parameters = parameters[1:]
             for parameter, value in zip(parameters, arguments, strict=False):
@@ -661,7 +732,7 @@ class ModuleFlow:
             for parameter in (*parameters, *function.args.kwonlyargs):
                 if frame.env[parameter.arg] == NOTHING:
                     annotated = instance_annotated(self, parameter.annotation)
-                    frame.env[parameter.arg] = annotated or NOTHING
+                    frame.env[parameter.arg] = annotated or named_parameter(parameter)
             if function.args.vararg is not None:
                 frame.env[function.args.vararg.arg] = list_of(
                     join_all(arguments[len(parameters) :])
@@ -710,6 +781,14 @@ class ModuleFlow:
         if function not in self._helpers:
             self._helpers[function] = reinterpret.as_expression(function) or function.body
         return self._helpers[function]
+
+
+def _hold_addresses(values: Iterable[Value]) -> bool:
+    """Whether any of ``values`` holds an address or its int64 bits (most hold nothing)."""
+    return any(value is not NOTHING and carried(value) in _KEPT for value in values)
+
+
+_KEPT = (Holds.ADDRESS, Holds.BITS)
 
 
 def _added(found: dict[_K, _V], before: int) -> list[tuple[_K, _V]]:

@@ -9,12 +9,20 @@ import ast
 from ptrport.lint.flow import arithmetic
 from ptrport.lint.flow.classes import instance_annotated
 from ptrport.lint.flow.interface import Executor, Flow
+from ptrport.lint.flow.native_calls import named
+from ptrport.lint.native import names_address
 from ptrport.lint.values import NOTHING, Frame, Value, element_of, join_names
 
 
 def _assign(flow: Flow, statement: ast.Assign, frame: Frame) -> None:
     value = flow.value(statement.value, frame)
+    unfollowed = value is NOTHING and isinstance(statement.value, ast.Call)
     for target in statement.targets:
+        if unfollowed and not (isinstance(target, ast.Name) and not names_address(target.id)):
+            # What a call not followed gives: an address where the name it is bound to says so
+            # (until the tree says what the call gives: the file is analysed again then).
+            value = named(target, statement.lineno)
+            flow.unknown_stored = flow.unknown_stored or value is not NOTHING
         flow.bind(target, value, frame, statement)
 
 
