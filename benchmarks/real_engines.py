@@ -140,6 +140,15 @@ UNSEEN = (
         "manylinux2014_x86_64",
         ("sgl_kernel", "deep_gemm", "flash_attn_origin", "triton_kernels"),
     ),
+    Engine(
+        "flashinfer-python",
+        "0.7.2.post1",
+        "flashinfer_python-0.7.2.post1-py3-none-any.whl",
+        "bfdc18b9e1e4d8d0730fe4343dc0e284cd0c160086de80f99888bc4867922d49",
+        "none",
+        "any",
+        ("flashinfer/comm",),
+    ),
 )
 """Engine and kernel packages the lint was not written or tuned on, labelled (in
 :data:`UNSEEN_LABELS`) by reading their code before the lint first ran on them."""
