@@ -115,6 +115,16 @@ FACTORIES = {
     "numpy.arange": Dtype("np.int64 (np.arange's default)", "int64", "numpy"),
 }
 """Calls that make storage, with the dtype each makes when none is given."""
+NATIVE_INTEGERS = {
+    "cutlass.Int64": Dtype("cutlass.Int64", "int64", "cutlass"),
+    "cutlass.Int32": Dtype("cutlass.Int32", "int32", "cutlass"),
+    "cutlass.Uint64": Dtype("cutlass.Uint64", "uint64", "cutlass"),
+    "tvm_ffi.Shape": Dtype("tvm_ffi.Shape", "int64", "tvm_ffi"),
+}
+"""Calls of kernel libraries that make a native integer (or a sequence of them) from Python
+ints: CuTe DSL's host-side kernel arguments (``Int64(p)`` keeps the 64 bits, as ctypes does:
+``Int64(2**64 - 1).value == -1``; ``Int32(p)`` cuts them), TVM-FFI's ``Shape(ptrs)`` (int64
+elements: ``ValueError`` at ``2**63``)."""
 FILLED = {"torch.full": "torch", "numpy.full": "numpy"}
 """Calls that make storage filled with one value, with the library of each."""
 STORAGE_MODULES = frozenset({"torch", "numpy", "triton", "triton.language"})

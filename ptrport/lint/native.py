@@ -138,6 +138,13 @@ def names_memory(name: str) -> bool:
     return names_address(name) or words[-1] in _MEMORY_WORDS
 
 
+def names_host(name: str) -> bool:
+    """Whether a function's name says it handles host memory (``host_register``,
+    ``pin_host_range``): what its names say are addresses are host addresses, which reach
+    ``2**63`` only when tagged, which a name does not show."""
+    return "host" in _words(name)
+
+
 def int_annotation(annotation: ast.expr | None) -> str | None:
     """``"int"`` for an annotation of an int, ``"list"`` for one of a list of ints, ``None``
     for any other."""

@@ -102,6 +102,8 @@ _UNSIGNED = {
     "ctypes": "ctypes.c_uint64",
     "array": "typecode 'Q'",
     "struct": "format 'Q'",
+    "cutlass": "cutlass.Uint64",
+    "tvm_ffi": "a torch.uint64 tensor (a tvm_ffi.Shape holds int64)",
 }
 _BITCASTS = {
     "torch": "tensor(..., dtype=torch.uint64).view(torch.int64)",

@@ -12,7 +12,8 @@ def make_buffer(n: int, dtype: torch.dtype, device: str = "cpu") -> torch.Tensor
 
 
 patched_make_buffer = lambda n, dtype: make_buffer(  # noqa: E731
-    n, dtype=torch.int64 if dtype == torch.uint64 else dtype  # expect: signed-storage
+    n,
+    dtype=torch.int64 if dtype == torch.uint64 else dtype,  # expect: signed-storage
 )
 
 

@@ -67,3 +67,16 @@ def tensor_over(pointer: int, nbytes: int, device: torch.device) -> torch.Tensor
         pointer, device, nbytes
     )
     return torch.empty(0, dtype=torch.uint8, device=device).set_(storage)
+
+
+def host_register(ptr: int, num_bytes: int) -> bool:
+    return bool(torch.ops._C.xpu_host_register(ptr, num_bytes))  # clean
+
+
+def register_rdma_buffer(runtime, group_size: int) -> torch.Tensor:
+    raddr, rkey = runtime.get_mr_info()
+    keys = torch.tensor([rkey], dtype=torch.int32)  # clean
+    prefix, _ = runtime.get_gid()
+    prefixes = torch.tensor([prefix] * group_size, dtype=torch.int64)  # clean
+    addresses = torch.tensor([raddr], dtype=torch.int64)  # expect: signed-storage
+    return torch.cat([addresses, keys, prefixes])

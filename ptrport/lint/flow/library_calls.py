@@ -19,6 +19,7 @@ from ptrport.lint.library import (
     CONSTRUCTORS,
     FACTORIES,
     FILLED,
+    NATIVE_INTEGERS,
     OPAQUE_BUILTINS,
     OUT_POINTERS,
     PACKING,
@@ -338,6 +339,28 @@ def _short(name: str) -> str:
     return name.replace("numpy.", "np.")
 
 
+def _native_integer(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+    """``cutlass.Int64(p)``, ``tvm_ffi.Shape(ptrs)``: native integers of a kernel library
+    (CuTe's wrap a Python int into its 64 bits, as ctypes does)."""
+    dtype = NATIVE_INTEGERS[name]
+    data = nth(given.positional, 0)
+    kept = bits_kept(dtype)
+    if (
+        dtype.library == "cutlass"
+        and kept is not None
+        and carried(data) in (Holds.ADDRESS, Holds.BITS)
+    ):
+        return Value(holds=kept, dtype=dtype, origin=origin_of(data))
+    return _construct(
+        flow, node, nth(given.positional, 0), dtype, dtype.library, frame, _short(name)
+    )
+
+
+def _cast(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
+    """``typing.cast(int, value)``: the value."""
+    return nth(given.positional, 1)
+
+
 def _chain(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
     """``itertools.chain(*rows)``: what any row holds; ``chain.from_iterable(rows)`` too."""
     if name.endswith(".from_iterable"):
@@ -359,6 +382,8 @@ LIBRARY_CALLS: dict[str, LibraryCall] = {
     **dict.fromkeys(PACKING, _pack),
     **dict.fromkeys(UNPACKING, _unpack),
     "itertools.chain": _chain,
+    "typing.cast": _cast,
+    **dict.fromkeys(NATIVE_INTEGERS, _native_integer),
     "itertools.chain.from_iterable": _chain,
 }
 """The handler that follows each known function of a library, by its qualified name."""

@@ -732,7 +732,7 @@ class ModuleFlow:
             for parameter in (*parameters, *function.args.kwonlyargs):
                 if frame.env[parameter.arg] == NOTHING:
                     annotated = instance_annotated(self, parameter.annotation)
-                    frame.env[parameter.arg] = annotated or named_parameter(parameter)
+                    frame.env[parameter.arg] = annotated or named_parameter(parameter, function)
             if function.args.vararg is not None:
                 frame.env[function.args.vararg.arg] = list_of(
                     join_all(arguments[len(parameters) :])

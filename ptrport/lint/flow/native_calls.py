@@ -12,6 +12,7 @@ from ptrport.lint.native import (
     SIGNED_PARAMETERS,
     int_annotation,
     names_address,
+    names_host,
     names_memory,
     op_name,
     signed,
@@ -95,10 +96,13 @@ def named(target: ast.expr, line: int) -> Value:
     return NOTHING
 
 
-def named_parameter(parameter: ast.arg) -> Value:
+def named_parameter(parameter: ast.arg, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Value:
     """A parameter annotated as an int (or a list of ints) and named for memory (``reg_buffer:
-    int``, ``fake_ipc_ptrs: list[int]``): its address (addresses); else nothing known."""
+    int``, ``fake_ipc_ptrs: list[int]``): its address (addresses), unless its function says it
+    handles host memory (:func:`~ptrport.lint.native.names_host`); else nothing known."""
     if parameter.annotation is None or not names_memory(parameter.arg):
+        return NOTHING
+    if names_host(function.name):
         return NOTHING
     kind = int_annotation(parameter.annotation)
     if kind is None:
