@@ -124,7 +124,7 @@ def _index(
     - a file not parsed (no address source of its own) that may store and imports what gives
       addresses: parsed, with the index.
     """
-    arguments, receivers = _arguments(results, names)
+    arguments, receivers = _arguments(results, names, found)
     index = TreeIndex(members=_members(results), schemas=_schemas(results), arguments=arguments)
     asked = _look_up(results, names, found, index)
     read = _read_shapes(pool, asked.wanted, names, found)
@@ -297,15 +297,18 @@ def _needed(results: list[FileResult], names: ModuleNames, found: _Found) -> set
 
 
 def _arguments(
-    results: list[FileResult], names: ModuleNames
+    results: list[FileResult], names: ModuleNames, found: _Found
 ) -> tuple[dict[str, tuple[Passed, ...]], dict[str, str]]:
     """What the files pass, holding addresses, to the functions and methods of other files of
     the tree (:attr:`TreeIndex.arguments`), and the file defining each: a function by its
     qualified name; a method by its name, where one file alone defines it."""
-    defining: dict[str, list[str]] = {}
-    for result in results:
-        for name in set(result.defined.split()) if result.unread else result.methods:
-            defining.setdefault(name, []).append(result.path)
+    if found.defining is None:
+        # What a file defines rests on its text: read from the first round's results.
+        found.defining = {}
+        for result in results:
+            for name in set(result.defined.split()) if result.unread else result.methods:
+                found.defining.setdefault(name, []).append(result.path)
+    defining = found.defining
     arguments: dict[str, tuple[Passed, ...]] = {}
     receivers: dict[str, str] = {}
     for result in results:
@@ -382,6 +385,8 @@ class _Found:
     """Whether a file's text has a name, as a word."""
     looked_up: dict[str, tuple[FileResult, list[Lookup]]] = field(default_factory=dict)
     """What each file's result looked up."""
+    defining: dict[str, list[str]] | None = None
+    """The files defining each function (a method among them) of the tree, by its name."""
     keys: dict[str, Lookup] = field(default_factory=dict)
     """Each qualified name looked up, as a :data:`Lookup` (the same for every file;
     :data:`_ELSEWHERE` where its module is not of the tree)."""

@@ -344,6 +344,10 @@ def _native_integer(flow: Flow, name: str, node: ast.Call, frame: Frame, given: 
     (CuTe's wrap a Python int into its 64 bits, as ctypes does)."""
     dtype = NATIVE_INTEGERS[name]
     data = nth(given.positional, 0)
+    if data is NOTHING:
+        # Kernel code makes thousands of these of sizes and indices: what is not followed
+        # here is not looked up in the tree.
+        return Value(dtype=dtype, scalar=True)
     kept = bits_kept(dtype)
     if (
         dtype.library == "cutlass"

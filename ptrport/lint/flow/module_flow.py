@@ -421,8 +421,16 @@ class ModuleFlow:
     def record_pass(self, key: str, given: Arguments) -> None:
         """A call of what another module of the tree may define (``key``: a function's
         qualified name, or ``.method``), kept where its arguments hold addresses."""
-        if not (_hold_addresses(given.positional) or _hold_addresses(given.keywords.values())):
-            return
+        # Run for most calls, which pass nothing followed: plain loops, no generator.
+        for value in given.positional:
+            if value is not NOTHING and carried(value) in _KEPT:
+                break
+        else:
+            for value in given.keywords.values():
+                if value is not NOTHING and carried(value) in _KEPT:
+                    break
+            else:
+                return
         keywords = tuple(sorted((k, v) for k, v in given.keywords.items() if k))
         self.passes[key] = with_passed(
             self.passes.get(key, ()), ((tuple(given.positional), keywords),)
@@ -781,11 +789,6 @@ class ModuleFlow:
         if function not in self._helpers:
             self._helpers[function] = reinterpret.as_expression(function) or function.body
         return self._helpers[function]
-
-
-def _hold_addresses(values: Iterable[Value]) -> bool:
-    """Whether any of ``values`` holds an address or its int64 bits (most hold nothing)."""
-    return any(value is not NOTHING and carried(value) in _KEPT for value in values)
 
 
 _KEPT = (Holds.ADDRESS, Holds.BITS)
