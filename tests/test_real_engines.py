@@ -82,6 +82,22 @@ class TestLabels:
         assert {lb.package for lb in labels} == {engine.name for engine in real_engines.ENGINES}
         assert all(lb.idiom in ("", *real_engines.IDIOMS) for lb in labels)
 
+    def test_the_committed_labels_of_the_unseen_packages_parse_and_cover_each(self) -> None:
+        labels = real_engines.parse_labels(
+            real_engines.UNSEEN_LABELS.read_text(encoding="utf-8"),
+            str(real_engines.UNSEEN_LABELS),
+            real_engines.UNSEEN,
+        )
+        assert {lb.package for lb in labels} == {engine.name for engine in real_engines.UNSEEN}
+        assert sum(lb.site for lb in labels) >= 10
+        seen = {engine.name for engine in real_engines.ENGINES}
+        assert seen.isdisjoint(engine.name for engine in real_engines.UNSEEN)
+
+    def test_a_label_of_an_unseen_package_is_refused_among_the_tuned_ones(self) -> None:
+        text = HEADER + ROW.replace("vllm,0.34.0", "sgl-kernel,0.3.21")
+        with pytest.raises(real_engines.LabelError, match="unknown package 'sgl-kernel'"):
+            real_engines.parse_labels(text, "labels.csv")
+
 
 class TestFindings:
     def test_it_reads_reported_findings_and_leaves_out_suppressed_ones(self) -> None:
@@ -188,3 +204,11 @@ class TestMain:
         assert code == 0
         out = capsys.readouterr().out
         assert out.startswith("skipped: vllm-0.34.0-") and "--skip-download" in out
+
+    def test_unseen_reads_its_own_labels_and_wheels(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code = real_engines.main(["--unseen", "--skip-download", "--cache", str(tmp_path)])
+        assert code == 0
+        out = capsys.readouterr().out
+        assert out.startswith("skipped: mooncake_transfer_engine-0.3.13.post1-")
