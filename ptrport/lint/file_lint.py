@@ -7,7 +7,6 @@ it imports gives one."""
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,7 +20,6 @@ from ptrport.lint.tree_index import ModuleFile, Passed, Shape, TreeIndex
 from ptrport.lint.values import Kernel, Launch, Site, Value
 from ptrport.lint.workers import fewer_collections
 
-_DEFINED_NAMES = re.compile(r"def[ \t]+(\w+)")
 Span = tuple[int, int, int, int]
 """Line, column, end line, end column: 1-based, in characters."""
 _TOO_DEEP = "nested too deeply to follow (past Python's recursion limit)"
@@ -165,7 +163,7 @@ def _receives(source: str, module: ModuleFile | None, index: TreeIndex) -> bool:
     if not index.arguments or module is None:
         return False
     prefix = module.name + "."
-    defined = set(_DEFINED_NAMES.findall(source))
+    defined = set(defined_functions(source).split())
     return any(
         key[1:] in defined
         if key.startswith(".")

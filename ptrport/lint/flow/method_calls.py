@@ -69,12 +69,11 @@ def _grow(flow: Flow, func: ast.Attribute, node: ast.Call, frame: Frame, current
     if func.attr == "extend":
         added = element_of(added)
     grown = Value(element=join(current.element, added))
-    if isinstance(func.value, ast.Subscript) and frame.statement is not None:
+    outer = func.value.value if isinstance(func.value, ast.Subscript) else None
+    if isinstance(outer, ast.Name | ast.Attribute) and frame.statement is not None:
         # ``rows[i].append(p)``: a list (or dict) of lists, one of which now holds ``p``.
-        outer = func.value.value
-        table = flow.value(outer, frame)
+        grown = Value(element=join(flow.value(outer, frame).element, grown))
         func = ast.Attribute(value=outer, attr=func.attr)
-        grown = Value(element=join(table.element, grown))
     if isinstance(func.value, ast.Name | ast.Attribute) and frame.statement is not None:
         if isinstance(func.value, ast.Attribute) and not (
             isinstance(func.value.value, ast.Name) and func.value.value.id == frame.self_name

@@ -610,15 +610,7 @@ class ModuleFlow:
             return
         if storage.holds is not None or carried(value) is not Holds.ADDRESS:
             return
-        filled = replace(storage, holds=Holds.ADDRESS, origin=origin_of(value))
-        if isinstance(node, ast.Name) and node.id in frame.env:
-            frame.env[node.id] = filled
-        elif (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == frame.self_name
-        ):
-            self.set_attribute(frame, node.attr, filled)
+        self._rebind(node, replace(storage, holds=Holds.ADDRESS, origin=origin_of(value)), frame)
 
     def _contained(self, node: ast.expr, container: Value, value: Value, frame: Frame) -> None:
         """``table[key] = addresses`` into a list or dict (not typed storage, no instance, no
@@ -628,15 +620,19 @@ class ModuleFlow:
             return
         if carried(value) not in (Holds.ADDRESS, Holds.BITS):
             return
-        held = Value(element=join(container.element, value))
-        if isinstance(node, ast.Name):
-            frame.env[node.id] = held
+        self._rebind(node, Value(element=join(container.element, value)), frame)
+
+    def _rebind(self, node: ast.expr, value: Value, frame: Frame) -> None:
+        """What a local name (one the function has bound) or an attribute of ``self`` is now,
+        after a store into it."""
+        if isinstance(node, ast.Name) and node.id in frame.env:
+            frame.env[node.id] = value
         elif (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id == frame.self_name
         ):
-            self.set_attribute(frame, node.attr, held)
+            self.set_attribute(frame, node.attr, value)
 
     def set_attribute(self, frame: Frame, name: str, value: Value) -> None:
         """``self.name = value``: in this run, and (in a method run for its class while the

@@ -18,7 +18,7 @@ def _assign(flow: Flow, statement: ast.Assign, frame: Frame) -> None:
     value = flow.value(statement.value, frame)
     unfollowed = value is NOTHING and isinstance(statement.value, ast.Call)
     for target in statement.targets:
-        if unfollowed and not (isinstance(target, ast.Name) and not names_address(target.id)):
+        if unfollowed and (not isinstance(target, ast.Name) or names_address(target.id)):
             # What a call not followed gives: an address where the name it is bound to says so
             # (until the tree says what the call gives: the file is analysed again then).
             value = named(target, statement.lineno)
