@@ -9,7 +9,8 @@ Each round, split across the run's processes:
    the dtype are analysed for their shapes (:func:`_shape`), which make the index with those
    holding addresses that the files' own analyses found;
 2. the files whose lookups the index answers (and the files without an address source of
-   their own that import one) are analysed again with it (:func:`_index` says which).
+   their own that import one), and those defining what the others pass addresses to, are
+   analysed again with it (:func:`_index` says which).
 
 Rounds repeat with what the last gave, at most :data:`_ROUNDS` times.
 """
@@ -122,7 +123,11 @@ def _index(
     - a file calling a method (reading a property) on what it cannot see: the tree's members
       of that name, where all give addresses (:func:`_members`);
     - a file not parsed (no address source of its own) that may store and imports what gives
-      addresses: parsed, with the index.
+      addresses: parsed, with the index;
+    - a file defining a function or method that other files now pass other addresses to
+      (:attr:`TreeIndex.arguments`), where it may store what it cannot see and the definition
+      names storage; a file passing an address to a ``torch.ops`` operator whose schema the
+      tree defines (:attr:`TreeIndex.schemas`).
     """
     arguments, receivers = _arguments(results, names, found)
     index = TreeIndex(members=_members(results), schemas=_schemas(results), arguments=arguments)

@@ -163,7 +163,10 @@ class ModuleFlow:
         (which, from what :attr:`consulted` names, may be one)."""
         self._function_returns: dict[str, Value] = {}
         self.native_ops: set[str] = set()
+        """The ``torch.ops`` operators passed an address (whose schemas the tree may define)."""
         self.passes: dict[str, tuple[Passed, ...]] = {}
+        """What this module passes, holding addresses, to what it does not define
+        (:meth:`record_pass`)."""
         self.consulted_members: set[str] = set()
         """The methods called, and the properties read (``@name``), on what is not followed
         here, which the tree's classes may say hold addresses (:attr:`TreeIndex.members`)."""
