@@ -415,6 +415,17 @@ def test_ci_runs_the_cpu_platforms_and_uploads_their_reports(ci: dict[str, Any])
     assert upload["with"]["path"] == "reports/${{ matrix.env }}.json"
 
 
+def test_ci_measures_the_lint_on_the_tuned_engines_and_on_the_unseen_packages(
+    ci: dict[str, Any],
+) -> None:
+    runs = [step.get("run", "") for step in ci["jobs"]["real-engines"]["steps"]]
+    measured = [run.split(">>")[0].split() for run in runs if "real_engines.py" in run]
+    assert measured == [
+        ["python", "benchmarks/real_engines.py", "--markdown"],
+        ["python", "benchmarks/real_engines.py", "--unseen", "--markdown"],
+    ]
+
+
 def test_ci_runs_actionlint_on_both_workflows(ci: dict[str, Any]) -> None:
     job = ci["jobs"]["actionlint"]
     commands = runs(job)
