@@ -59,7 +59,8 @@ def test_the_schema_types_cpp_takes_as_int64_are_the_ints() -> None:
 
 
 def test_an_int_named_for_memory_is_an_address_and_one_that_counts_is_not() -> None:
-    assert all(map(names_address, ["raddr", "base_ptr", "kv_addrs", "ptr", "dst_address"]))
+    addresses = ["raddr", "base_ptr", "kv_addrs", "ptr", "dst_address", "peer_pointers"]
+    assert all(map(names_address, addresses))
     assert not any(
         map(names_address, ["num_ptrs", "n_addrs", "ptr_offset", "rkey", "pointer_count"])
     )

@@ -36,8 +36,10 @@ _CUSTOM_OP = re.compile(
 _ANNOTATED = {"int": "int", "SymInt": "int", "float": "float", "bool": "bool", "str": "str"}
 _INT_LIST = re.compile(r"(?:[Ll]ist|Sequence|tuple|Tuple)\[\s*int\s*(?:,\s*\.\.\.\s*)?\]")
 
-_ADDRESS_WORDS = frozenset({"ptr", "ptrs", "addr", "addrs", "address", "addresses", "pointer"})
-_MEMORY_WORDS = _ADDRESS_WORDS | {"buffer", "buffers", "tensor", "tensors", "pointers"}
+_ADDRESS_WORDS = frozenset(
+    {"ptr", "ptrs", "addr", "addrs", "address", "addresses", "pointer", "pointers"}
+)
+_MEMORY_WORDS = _ADDRESS_WORDS | {"buffer", "buffers", "tensor", "tensors"}
 _COUNTING = frozenset({"num", "n", "count", "len", "size", "nbytes", "max", "min"})
 _INT_ANNOTATION = re.compile(
     r"(?:Optional\[)?(?:int|(?:[Ll]ist|Sequence|Tuple|tuple)\[\s*int\s*(?:,\s*\.\.\.\s*)?\])"

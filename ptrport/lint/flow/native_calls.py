@@ -51,7 +51,7 @@ def native_call(flow: Flow, name: str, node: ast.Call, frame: Frame) -> Value | 
         elif position < len(schema):
             kind, parameter = schema[position]
             passed.append((arguments[position], parameter, kind))
-    named_kinds = {name: kind for kind, name in schema or ()}
+    named_kinds = {parameter: kind for kind, parameter in schema or ()}
     for keyword in node.keywords:
         if keyword.arg is not None and (schema is None or keyword.arg in named_kinds):
             passed.append((keywords[keyword.arg], keyword.arg, named_kinds.get(keyword.arg, "")))
