@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -658,6 +659,40 @@ def test_crashed_checks_leave_no_process_of_theirs_behind(
         for pid in _processes_with(token):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_spawned_child_that_ends_between_the_look_and_the_reap_still_takes_its_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The window the run cannot time: the child ends right after the look that found it
+    running. Here it has ended before the first look, which is made to say it runs."""
+    token = f"ptrport-window-{os.getpid()}"
+    sleeper = f"[sys.executable, '-c', 'import time; time.sleep(300)', '{token}']"
+    worker = f"import subprocess, sys; subprocess.Popen({sleeper})"
+    process = subprocess.Popen([sys.executable, "-c", worker], start_new_session=True)
+    spawned = children.SpawnedProcess(process)
+    try:
+        deadline = time.monotonic() + 10
+        while not children.ended_unreaped(process.pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert _processes_with(token)
+        looks, real = [False], children.ended_unreaped
+        monkeypatch.setattr(
+            children, "ended_unreaped", lambda pid: looks.pop() if looks else real(pid)
+        )
+        assert spawned.poll() is None
+        assert spawned.poll() == 0
+        deadline = time.monotonic() + 10
+        while left := _processes_with(token):
+            assert time.monotonic() < deadline, f"{len(left)} worker outlived its child"
+            time.sleep(0.05)
+    finally:
+        for pid in _processes_with(token):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if process.returncode is None:
+            process.wait()
 
 
 FAKED_DEVICE = {

@@ -75,7 +75,11 @@ class SpawnedProcess:
         self.pid = process.pid
 
     def poll(self) -> int | None:
-        if self._process.returncode is None and ended_unreaped(self.pid):
+        if self._process.returncode is None:
+            # Reaped only once seen ended: one that ends between the look and a reap would
+            # leave its group alive, its id free for another process.
+            if not ended_unreaped(self.pid):
+                return None
             kill_group(self.pid)
         return self._process.poll()
 
@@ -89,8 +93,8 @@ class SpawnedProcess:
         return code
 
     def kill(self) -> None:
-        if self._process.poll() is None:
-            kill_group(self.pid)
+        if self._process.returncode is None:
+            kill_group(self.pid)  # its zombie, if it has ended, still holds the group's id
             self._process.wait()
 
 
