@@ -636,6 +636,21 @@ def _processes_with(token: str) -> list[int]:
     return found
 
 
+def _all_end(token: str, outlived: str) -> None:
+    """Waits up to 10 s for the processes holding ``token`` to end; else fails, saying how many
+    ``outlived`` (``"{} of 3 workers outlived the run"``)."""
+    deadline = time.monotonic() + 10
+    while left := _processes_with(token):
+        assert time.monotonic() < deadline, outlived.format(len(left))
+        time.sleep(0.05)
+
+
+def _kill_all(token: str) -> None:
+    for pid in _processes_with(token):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize(("children", "count"), [("forked", 20), ("spawned", 3)])
 def test_crashed_checks_leave_no_process_of_theirs_behind(
     pytester: pytest.Pytester, children: str, count: int
@@ -651,14 +666,9 @@ def test_crashed_checks_leave_no_process_of_theirs_behind(
         assert result.ret == pytest.ExitCode.TESTS_FAILED
         assert [o for *_, o in _outcomes(pytester)] == ["crashed"] * count
         result.stdout.fnmatch_lines([f"isolation: {count} child processes *, {children}*"])
-        deadline = time.monotonic() + 10
-        while left := _processes_with(token):
-            assert time.monotonic() < deadline, f"{len(left)} of {count} workers outlived the run"
-            time.sleep(0.1)
+        _all_end(token, f"{{}} of {count} workers outlived the run")
     finally:
-        for pid in _processes_with(token):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        _kill_all(token)
 
 
 def test_a_spawned_child_that_ends_between_the_look_and_the_reap_still_takes_its_group(
@@ -683,14 +693,9 @@ def test_a_spawned_child_that_ends_between_the_look_and_the_reap_still_takes_its
         )
         assert spawned.poll() is None
         assert spawned.poll() == 0
-        deadline = time.monotonic() + 10
-        while left := _processes_with(token):
-            assert time.monotonic() < deadline, f"{len(left)} worker outlived its child"
-            time.sleep(0.05)
+        _all_end(token, "{} worker outlived its child")
     finally:
-        for pid in _processes_with(token):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        _kill_all(token)
         if process.returncode is None:
             process.wait()
 

@@ -33,8 +33,9 @@ _CUSTOM_OP = re.compile(
     r"""[ \t]*(?:async[ \t]+)?def[ \t]+\w+\((?P<parameters>[^)]*)\)"""
 )
 """``@torch.library.custom_op("ns::op", ...)`` above ``def op(p: int, t: Tensor)``."""
-_ANNOTATED = {"int": "int", "SymInt": "int", "float": "float", "bool": "bool", "str": "str"}
-_INT_LIST = re.compile(r"(?:[Ll]ist|Sequence|tuple|Tuple)\[\s*int\s*(?:,\s*\.\.\.\s*)?\]")
+_ANNOTATED = {"int": "int", "list": "int[]", "float": "float", "bool": "bool", "str": "str"}
+"""A ``custom_op`` parameter's schema type, by its annotation (an int, a list of ints: as
+:func:`int_kind` reads them)."""
 
 _ADDRESS_WORDS = frozenset(
     {"ptr", "ptrs", "addr", "addrs", "address", "addresses", "pointer", "pointers"}
@@ -97,8 +98,8 @@ def _annotated(parameters: str) -> list[tuple[str, str]]:
     for part in _split(parameters):
         name, _, annotation = part.split("=", 1)[0].partition(":")
         annotation = annotation.strip()
-        kind = _ANNOTATED.get(annotation) or ("int[]" if _INT_LIST.fullmatch(annotation) else "")
-        found.append((kind or annotation or "?", name.strip()))
+        kind = _ANNOTATED.get(int_kind(annotation) or annotation, annotation)
+        found.append((kind or "?", name.strip()))
     return found
 
 
@@ -120,13 +121,18 @@ def _words(name: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4096)
+def _last_word(name: str) -> str | None:
+    """The last word of a name, where none of its words counts (``num_ptrs``)."""
+    words = _words(name)
+    return words[-1] if words and _COUNTING.isdisjoint(words) else None
+
+
 def names_address(name: str) -> bool:
     """Whether a name says that it holds an address: its last word is ``ptr``, ``addr``,
     ``address`` (``raddr``, ``base_ptr``, ``kv_addrs``), and no word counts (``num_ptrs``)."""
-    words = _words(name)
-    if not words or not _COUNTING.isdisjoint(words):
+    last = _last_word(name)
+    if last is None:
         return False
-    last = words[-1]
     return last in _ADDRESS_WORDS or (last.endswith(("addr", "addrs")) and len(last) <= 9)
 
 
@@ -134,10 +140,7 @@ def names_address(name: str) -> bool:
 def names_memory(name: str) -> bool:
     """Whether an int of this name can only be an address: named for an address, or for the
     memory it points at (``reg_buffer: int``, ``ipc_tensors: list[int]``)."""
-    words = _words(name)
-    if not words or not _COUNTING.isdisjoint(words):
-        return False
-    return names_address(name) or words[-1] in _MEMORY_WORDS
+    return _last_word(name) in _MEMORY_WORDS or names_address(name)
 
 
 def names_host(name: str) -> bool:
@@ -148,11 +151,14 @@ def names_host(name: str) -> bool:
 
 
 def int_annotation(annotation: ast.expr | None) -> str | None:
+    """:func:`int_kind` of an annotation node."""
+    return int_kind(ast.unparse(annotation)) if annotation is not None else None
+
+
+def int_kind(annotation: str) -> str | None:
     """``"int"`` for an annotation of an int, ``"list"`` for one of a list of ints, ``None``
     for any other."""
-    if annotation is None:
-        return None
-    text = ast.unparse(annotation).replace("typing.", "")
+    text = annotation.replace("typing.", "")
     if _INT_ANNOTATION.fullmatch(text) is None:
         return None
     return "list" if "[" in text.replace("Optional[", "") else "int"

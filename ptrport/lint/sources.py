@@ -155,8 +155,7 @@ def definition_stores(source: str, name: str) -> bool:
     start = 0
     for top in _TOP_LEVEL.finditer(source, 0, found.start() + 1):
         start = top.start()
-    end = _TOP_LEVEL.search(source, found.end())
-    text = source[start : end.start() if end else len(source)]
+    text = _definition(source, start, found.end())
     return "torch.ops" in text or any(word in text for word in STORAGE_WORDS)
 
 
@@ -167,6 +166,12 @@ def makes_storage(source: str, name: str) -> bool:
     start = re.search(rf"^(?:@.*\n)*(?:class|def|async def)\s+{name}\b", source, re.MULTILINE)
     if start is None:
         return False
-    end = _TOP_LEVEL.search(source, start.end())
-    text = source[start.start() : end.start() if end else len(source)]
+    text = _definition(source, start.start(), start.end())
     return any(word in text for word in STORAGE_WORDS)
+
+
+def _definition(source: str, start: int, after: int) -> str:
+    """The text of the top-level definition starting at ``start``: up to the next top-level
+    definition after ``after``."""
+    end = _TOP_LEVEL.search(source, after)
+    return source[start : end.start() if end else len(source)]

@@ -67,10 +67,16 @@ def _dict(flow: Flow, node: ast.Dict, frame: Frame) -> Value:
     return Value(keys=tuple(keys)) if keys else NOTHING
 
 
+def _inner_frame(frame: Frame) -> Frame:
+    """A frame for an expression's own names (a comprehension's, a lambda's), seeing the
+    names around it."""
+    return replace(frame, env=dict(frame.env), returns=[])
+
+
 def _comprehension(
     flow: Flow, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, frame: Frame
 ) -> Value:
-    inner = replace(frame, env=dict(frame.env), returns=[])
+    inner = _inner_frame(frame)
     for generator in node.generators:
         element = element_of(flow.value(generator.iter, inner))
         flow.bind(generator.target, element, inner, frame.statement or ast.Pass())
@@ -211,7 +217,7 @@ def _subscript(flow: Flow, node: ast.Subscript, frame: Frame) -> Value:
 
 def _lambda(flow: Flow, node: ast.Lambda, frame: Frame) -> Value:
     """A lambda: its body is followed with its parameters unknown, for what it finds."""
-    inner = replace(frame, env=dict(frame.env), returns=[])
+    inner = _inner_frame(frame)
     arguments = node.args
     for parameter in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
         inner.env[parameter.arg] = NOTHING

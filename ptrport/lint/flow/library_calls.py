@@ -45,6 +45,9 @@ from ptrport.lint.values import (
     read_back,
 )
 
+_TORCH_INFERS = dtypes.library_dtype("torch", "int64")
+"""What torch makes of Python ints given no dtype."""
+
 
 def _construct(
     flow: Flow,
@@ -62,12 +65,12 @@ def _construct(
     typed = data.dtype is not None
     made = f"line {node.lineno}"
     # With no dtype, torch infers int64 from Python ints.
-    inferred = dtypes.library_dtype("torch", "int64") if library == "torch" else None
+    inferred = _TORCH_INFERS if library == "torch" else None
     flow.unknown_into(dtype or inferred, data)
     if dtype is None:
         if library == "torch" and holds is Holds.ADDRESS and not typed:
             flow.report("inferred-int64", node, frame, rules.inferred(data, call))
-            return Value(dtype=dtypes.library_dtype("torch", "int64"), made=made)
+            return Value(dtype=_TORCH_INFERS, made=made)
         if typed:
             assert data.dtype is not None
             return replace(
@@ -192,12 +195,26 @@ def _numpy_scalar(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Ar
 def _ctypes_object(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
     dtype = dtypes.library_dtype("ctypes", name.rpartition(".")[2])
     assert dtype is not None
-    data = nth(given.positional, 0)
+    return _native(flow, node, nth(given.positional, 0), dtype, frame, _short(name))
+
+
+_WRAPPING = frozenset({"ctypes", "cutlass"})
+"""Libraries that wrap a Python int into its 64 bits: ``c_int64(p).value`` and CuTe's
+``Int64(p)`` (``Int64(2**64 - 1).value == -1``) are bitcasts."""
+
+
+def _native(
+    flow: Flow, node: ast.Call, data: Value, dtype: Dtype, frame: Frame, call: str
+) -> Value:
+    """A native integer (or a sequence of them) of ``dtype`` made from ``data``."""
     kept = bits_kept(dtype)
-    if carried(data) in (Holds.ADDRESS, Holds.BITS) and kept is not None:
-        # ctypes wraps a Python int into its 64 bits: c_int64(p).value is a bitcast.
+    if (
+        dtype.library in _WRAPPING
+        and kept is not None
+        and carried(data) in (Holds.ADDRESS, Holds.BITS)
+    ):
         return Value(holds=kept, dtype=dtype, origin=origin_of(data))
-    return _construct(flow, node, data, dtype, "ctypes", frame, _short(name))
+    return _construct(flow, node, data, dtype, dtype.library, frame, call)
 
 
 def _from_numpy(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
@@ -340,24 +357,14 @@ def _short(name: str) -> str:
 
 
 def _native_integer(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
-    """``cutlass.Int64(p)``, ``tvm_ffi.Shape(ptrs)``: native integers of a kernel library
-    (CuTe's wrap a Python int into its 64 bits, as ctypes does)."""
+    """``cutlass.Int64(p)``, ``tvm_ffi.Shape(ptrs)``: native integers of a kernel library."""
     dtype = NATIVE_INTEGERS[name]
     data = nth(given.positional, 0)
     if data is NOTHING:
         # Kernel code makes thousands of these of sizes and indices: what is not followed
         # here is not looked up in the tree.
         return Value(dtype=dtype, scalar=True)
-    kept = bits_kept(dtype)
-    if (
-        dtype.library == "cutlass"
-        and kept is not None
-        and carried(data) in (Holds.ADDRESS, Holds.BITS)
-    ):
-        return Value(holds=kept, dtype=dtype, origin=origin_of(data))
-    return _construct(
-        flow, node, nth(given.positional, 0), dtype, dtype.library, frame, _short(name)
-    )
+    return _native(flow, node, data, dtype, frame, _short(name))
 
 
 def _cast(flow: Flow, name: str, node: ast.Call, frame: Frame, given: Arguments) -> Value:
