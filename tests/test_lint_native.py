@@ -43,14 +43,22 @@ def test_a_schema_is_read_from_each_way_a_tree_defines_one() -> None:
 
 
         @torch.library.custom_op("kv::zero", mutates_args=())
-        def zero(base: int, peers: list[int], t: torch.Tensor, scale: float = 1.0) -> None:
+        def zero(
+            base: int, shape: tuple[int, int], peers: list[int], t: torch.Tensor, scale: float = 1.0
+        ) -> None:
             return None
         """
     )
     assert schemas_in(source) == {
         "swap": (("int", "src"), ("Tensor(a!)", "dst"), ("int[]", "ptrs")),
         "gather": (("Tensor", "x"), ("int", "base")),
-        "zero": (("int", "base"), ("int[]", "peers"), ("torch.Tensor", "t"), ("float", "scale")),
+        "zero": (
+            ("int", "base"),
+            ("tuple[int, int]", "shape"),
+            ("int[]", "peers"),
+            ("torch.Tensor", "t"),
+            ("float", "scale"),
+        ),
     }
 
 
